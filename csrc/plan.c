@@ -1,0 +1,267 @@
+/* plan.c - validation of descriptors and the per-axis plan.
+ *
+ * Every size is checked here, once, so kernels can index without checks:
+ * after a successful plan, every product of sizes and every tap position
+ * fits in int64 and every tap lies inside the input.
+ */
+#include "plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define AP_CHECK(expr)                \
+    do {                              \
+        ap_status ap_s_ = (expr);     \
+        if (ap_s_ != AP_OK) return ap_s_; \
+    } while (0)
+
+static int64_t ap_floor_div(int64_t a, int64_t b) { /* b > 0 */
+    int64_t q = a / b;
+    return (a % b != 0 && a < 0) ? q - 1 : q;
+}
+
+static ap_status ap_check_tensor(const ap_tensor_desc *t, int32_t rank, int64_t *in_plane) {
+    if (t->rank < 1 || t->rank > AP_MAX_SPATIAL || t->rank != rank) return AP_ERR_RANK;
+    if (t->layout != AP_LAYOUT_NCHW && t->layout != AP_LAYOUT_NHWC) return AP_ERR_LAYOUT;
+    if (t->batch < 0 || t->channels < 0) return AP_ERR_TENSOR_SIZE;
+    int64_t n = 1;
+    for (int a = 0; a < rank; ++a) {
+        if (t->sizes[a] < 1) return AP_ERR_TENSOR_SIZE;
+        if (ap_mul_overflow(n, t->sizes[a], &n)) return AP_ERR_OVERFLOW;
+    }
+    /* Total elements times the widest element (8 bytes) must fit, so byte
+     * offsets computed by callers and kernels cannot overflow. */
+    int64_t total;
+    if (ap_mul_overflow(n, t->batch, &total) || ap_mul_overflow(total, t->channels, &total) ||
+        ap_mul_overflow(total, 8, &total))
+        return AP_ERR_OVERFLOW;
+    *in_plane = n;
+    return AP_OK;
+}
+
+static ap_status ap_check_output(const ap_tensor_desc *t, const int64_t *out, int64_t *out_plane) {
+    int64_t n = 1, total;
+    for (int a = 0; a < t->rank; ++a)
+        if (ap_mul_overflow(n, out[a], &n)) return AP_ERR_OVERFLOW;
+    if (ap_mul_overflow(n, t->batch, &total) || ap_mul_overflow(total, t->channels, &total) ||
+        ap_mul_overflow(total, 8, &total))
+        return AP_ERR_OVERFLOW;
+    *out_plane = n;
+    return AP_OK;
+}
+
+/* Per-axis validation of a windowed descriptor; writes the output size. */
+static ap_status ap_check_pool_axis(const ap_pool_desc *d, int a, int64_t in, int64_t *out) {
+    const int64_t k = d->window[a], s = d->strides[a], dil = d->dilations[a];
+    const int64_t pb = d->start_padding[a], pe = d->end_padding[a];
+    if (k < 1) return AP_ERR_WINDOW;
+    if (s < 1) return AP_ERR_STRIDE;
+    if (dil < 1) return AP_ERR_DILATION;
+    if (pb < 0 || pe < 0) return AP_ERR_PADDING;
+    int64_t ek, padded;
+    if (ap_mul_overflow(k - 1, dil, &ek) || ap_add_overflow(ek, 1, &ek)) return AP_ERR_OVERFLOW;
+    if (ap_add_overflow(in, pb, &padded) || ap_add_overflow(padded, pe, &padded))
+        return AP_ERR_OVERFLOW;
+    int64_t o = d->output_sizes[a];
+    if (o < 0) return AP_ERR_OUTPUT_SIZE;
+    if (o == 0) {
+        if (padded < ek) return AP_ERR_WINDOW_TOO_LARGE;
+        o = (padded - ek) / s + 1;
+    }
+    /* The last window's first position, and its last tap, must be
+     * representable; its start must lie before the padded end. */
+    int64_t last_start, last_tap;
+    if (ap_mul_overflow(o - 1, s, &last_start) || ap_add_overflow(last_start, ek, &last_tap))
+        return AP_ERR_OVERFLOW;
+    if (last_start - pb >= in + pe) return AP_ERR_OUTPUT_SIZE;
+    *out = o;
+    return AP_OK;
+}
+
+static ap_status ap_check_pool(const ap_pool_desc *d, const ap_tensor_desc *t, int64_t *out) {
+    if (d->rank < 1 || d->rank > AP_MAX_SPATIAL) return AP_ERR_RANK;
+    int64_t in_plane;
+    AP_CHECK(ap_check_tensor(t, d->rank, &in_plane));
+    int64_t window_product = 1;
+    for (int a = 0; a < d->rank; ++a) {
+        AP_CHECK(ap_check_pool_axis(d, a, t->sizes[a], &out[a]));
+        if (ap_mul_overflow(window_product, d->window[a], &window_product)) return AP_ERR_OVERFLOW;
+    }
+    int64_t out_plane;
+    return ap_check_output(t, out, &out_plane);
+}
+
+static ap_status ap_check_adaptive(const ap_adaptive_desc *d, const ap_tensor_desc *t,
+                                   int64_t *out) {
+    if (d->rank < 1 || d->rank > AP_MAX_SPATIAL) return AP_ERR_RANK;
+    int64_t in_plane;
+    AP_CHECK(ap_check_tensor(t, d->rank, &in_plane));
+    for (int a = 0; a < d->rank; ++a) {
+        int64_t o = d->output_sizes[a], bound;
+        if (o < 1) return AP_ERR_OUTPUT_SIZE;
+        /* end = ((i + 1) * in + o - 1) / o needs o * in + o to fit. */
+        if (ap_mul_overflow(o, t->sizes[a], &bound) || ap_add_overflow(bound, o, &bound))
+            return AP_ERR_OVERFLOW;
+        out[a] = o;
+    }
+    int64_t out_plane;
+    return ap_check_output(t, out, &out_plane);
+}
+
+ap_status ap_pool_output_sizes(const ap_pool_desc *desc, const ap_tensor_desc *input,
+                               int64_t out_sizes[AP_MAX_SPATIAL]) {
+    if (!desc || !input || !out_sizes) return AP_ERR_NULL_POINTER;
+    int64_t out[AP_MAX_SPATIAL] = {0};
+    AP_CHECK(ap_check_pool(desc, input, out));
+    memcpy(out_sizes, out, sizeof(int64_t) * (size_t)desc->rank);
+    return AP_OK;
+}
+
+ap_status ap_adaptive_output_sizes(const ap_adaptive_desc *desc, const ap_tensor_desc *input,
+                                   int64_t out_sizes[AP_MAX_SPATIAL]) {
+    if (!desc || !input || !out_sizes) return AP_ERR_NULL_POINTER;
+    int64_t out[AP_MAX_SPATIAL] = {0};
+    AP_CHECK(ap_check_adaptive(desc, input, out));
+    memcpy(out_sizes, out, sizeof(int64_t) * (size_t)desc->rank);
+    return AP_OK;
+}
+
+ap_status ap_pool_desc_init(ap_pool_desc *desc, int32_t rank, const int64_t *window) {
+    if (!desc || !window) return AP_ERR_NULL_POINTER;
+    if (rank < 1 || rank > AP_MAX_SPATIAL) return AP_ERR_RANK;
+    memset(desc, 0, sizeof *desc);
+    desc->rank = rank;
+    for (int a = 0; a < rank; ++a) {
+        desc->window[a] = window[a];
+        desc->strides[a] = 1;
+        desc->dilations[a] = 1;
+    }
+    return AP_OK;
+}
+
+/* Allocate the per-axis tables of all three axes in one block. */
+static ap_status ap_plan_alloc(ap_plan *plan) {
+    int64_t n = 0;
+    for (int a = 0; a < 3; ++a) n += 3 * plan->axis[a].out;
+    if ((uint64_t)n > SIZE_MAX / sizeof(int64_t)) return AP_ERR_OUT_OF_MEMORY;
+    plan->storage = (int64_t *)malloc((size_t)n * sizeof(int64_t));
+    if (!plan->storage) return AP_ERR_OUT_OF_MEMORY;
+    int64_t *p = plan->storage;
+    for (int a = 0; a < 3; ++a) {
+        ap_axis_plan *ax = &plan->axis[a];
+        ax->first = p;
+        ax->taps = p + ax->out;
+        ax->count = p + 2 * ax->out;
+        p += 3 * ax->out;
+    }
+    return AP_OK;
+}
+
+/* Common part of both plans: trivial leading axes and plane sizes. */
+static void ap_plan_begin(ap_plan *plan, const ap_tensor_desc *t, const int64_t *out,
+                          ap_dtype dtype, int num_threads) {
+    memset(plan, 0, sizeof *plan);
+    plan->batch = t->batch;
+    plan->channels = t->channels;
+    plan->layout = t->layout;
+    plan->dtype = dtype;
+    plan->num_threads = num_threads > 0 ? num_threads : ap_max_threads();
+    const int lead = 3 - t->rank;
+    plan->in_plane = plan->out_plane = 1;
+    for (int a = 0; a < 3; ++a) {
+        ap_axis_plan *ax = &plan->axis[a];
+        ax->in = a < lead ? 1 : t->sizes[a - lead];
+        ax->out = a < lead ? 1 : out[a - lead];
+        ax->step = ax->window = ax->stride = 1;
+        plan->in_plane *= ax->in;
+        plan->out_plane *= ax->out;
+    }
+}
+
+static ap_status ap_check_dtype(ap_dtype dtype) {
+    switch (dtype) {
+    case AP_DTYPE_F32: case AP_DTYPE_F64: case AP_DTYPE_F16: case AP_DTYPE_BF16: return AP_OK;
+    }
+    return AP_ERR_DTYPE;
+}
+
+ap_status ap_plan_pool(ap_plan *plan, const ap_pool_desc *desc, const ap_tensor_desc *input,
+                       ap_dtype dtype, int num_threads) {
+    int64_t out[AP_MAX_SPATIAL] = {0};
+    memset(plan, 0, sizeof *plan);
+    AP_CHECK(ap_check_dtype(dtype));
+    AP_CHECK(ap_check_pool(desc, input, out));
+    ap_plan_begin(plan, input, out, dtype, num_threads);
+    plan->divisor_override = desc->divisor_override;
+    const int lead = 3 - desc->rank;
+    for (int a = lead; a < 3; ++a) {
+        ap_axis_plan *ax = &plan->axis[a];
+        ax->window = desc->window[a - lead];
+        ax->stride = desc->strides[a - lead];
+        ax->step = desc->dilations[a - lead];
+        ax->pad_begin = desc->start_padding[a - lead];
+    }
+    AP_CHECK(ap_plan_alloc(plan));
+    for (int a = 0; a < 3; ++a) {
+        ap_axis_plan *ax = &plan->axis[a];
+        const int64_t k = ax->window, s = ax->stride, d = ax->step, in = ax->in;
+        const int64_t pe = a < lead ? 0 : desc->end_padding[a - lead];
+        const int64_t padded_end = in + pe;
+        ax->interior_begin = ax->interior_end = 0;
+        for (int64_t o = 0; o < ax->out; ++o) {
+            const int64_t base = o * s - ax->pad_begin; /* position of tap 0 */
+            /* valid taps j: 0 <= base + j*d <= in - 1 */
+            int64_t jlo = base < 0 ? (-base + d - 1) / d : 0;
+            int64_t jhi = base > in - 1 ? 0 : ap_floor_div(in - 1 - base, d) + 1;
+            if (jhi > k) jhi = k;
+            const int64_t taps = jhi > jlo ? jhi - jlo : 0;
+            ax->first[o] = taps ? base + jlo * d : 0;
+            ax->taps[o] = taps;
+            int64_t count = taps;
+            if (desc->include_padding) {
+                /* taps j with base + j*d < padded_end (base >= -pb always) */
+                if (desc->count_overhang)
+                    count = k;
+                else
+                    count = base >= padded_end ? 0 : ap_floor_div(padded_end - 1 - base, d) + 1;
+                if (count > k) count = k;
+            }
+            ax->count[o] = count;
+            if (taps == k && count == k) {
+                if (ax->interior_end == ax->interior_begin) ax->interior_begin = o;
+                ax->interior_end = o + 1;
+            }
+        }
+    }
+    return AP_OK;
+}
+
+ap_status ap_plan_adaptive(ap_plan *plan, const ap_adaptive_desc *desc,
+                           const ap_tensor_desc *input, ap_dtype dtype, int num_threads) {
+    int64_t out[AP_MAX_SPATIAL] = {0};
+    memset(plan, 0, sizeof *plan);
+    AP_CHECK(ap_check_dtype(dtype));
+    AP_CHECK(ap_check_adaptive(desc, input, out));
+    ap_plan_begin(plan, input, out, dtype, num_threads);
+    plan->adaptive = 1;
+    AP_CHECK(ap_plan_alloc(plan));
+    for (int a = 0; a < 3; ++a) {
+        ap_axis_plan *ax = &plan->axis[a];
+        const int64_t in = ax->in, n = ax->out;
+        ax->stride = 0;
+        ax->window = 0;
+        for (int64_t o = 0; o < n; ++o) {
+            const int64_t start = (o * in) / n;
+            const int64_t end = ((o + 1) * in + n - 1) / n;
+            ax->first[o] = start;
+            ax->taps[o] = ax->count[o] = end - start;
+            if (end - start > ax->window) ax->window = end - start;
+        }
+    }
+    return AP_OK;
+}
+
+void ap_plan_free(ap_plan *plan) {
+    free(plan->storage);
+    plan->storage = NULL;
+}

@@ -1,0 +1,57 @@
+/* plan.h - the per-call plan shared by every kernel.
+ *
+ * Validation turns a descriptor and a tensor description into per-axis
+ * tables (first valid tap, number of valid taps, divisor factor) computed
+ * once per call. Every rank is padded to three spatial axes (D, H, W) with
+ * trivial leading axes, so kernels handle one shape only.
+ */
+#ifndef AP_PLAN_H
+#define AP_PLAN_H
+
+#include <stdint.h>
+
+#include "avgpool.h"
+
+typedef struct ap_axis_plan {
+    int64_t in;          /* input size                                      */
+    int64_t out;         /* output size                                     */
+    int64_t step;        /* distance between taps (dilation; 1 if adaptive) */
+    int64_t window;      /* k (adaptive: largest window length)             */
+    int64_t stride;      /* s (adaptive: 0)                                 */
+    int64_t pad_begin;   /* pb (adaptive: 0)                                */
+    /* Outputs [interior_begin, interior_end) have all `window` taps valid
+     * and divisor factor `window` (windowed pooling only; else empty). */
+    int64_t interior_begin, interior_end;
+    int64_t *first;      /* [out] input index of the first valid tap        */
+    int64_t *taps;       /* [out] number of valid taps                      */
+    int64_t *count;      /* [out] this axis' factor of the divisor          */
+} ap_axis_plan;
+
+typedef struct ap_plan {
+    int64_t batch, channels;
+    ap_layout layout;
+    ap_dtype dtype;
+    ap_axis_plan axis[3];       /* D, H, W                                  */
+    int64_t divisor_override;   /* 0: product of the axis counts            */
+    int adaptive;
+    int num_threads;            /* > 0                                      */
+    int64_t in_plane, out_plane; /* elements of one spatial volume         */
+    int64_t *storage;           /* owns every per-axis table                */
+} ap_plan;
+
+ap_status ap_plan_pool(ap_plan *plan, const ap_pool_desc *desc, const ap_tensor_desc *input,
+                       ap_dtype dtype, int num_threads);
+ap_status ap_plan_adaptive(ap_plan *plan, const ap_adaptive_desc *desc,
+                           const ap_tensor_desc *input, ap_dtype dtype, int num_threads);
+void ap_plan_free(ap_plan *plan);
+
+/* Overflow-checked int64 arithmetic: return 0 and store the result, or
+ * return 1 on overflow. */
+static inline int ap_mul_overflow(int64_t a, int64_t b, int64_t *r) {
+    return __builtin_mul_overflow(a, b, r);
+}
+static inline int ap_add_overflow(int64_t a, int64_t b, int64_t *r) {
+    return __builtin_add_overflow(a, b, r);
+}
+
+#endif /* AP_PLAN_H */

@@ -1,0 +1,29 @@
+/* threading.h - OpenMP over independent work items, with a minimum grain so
+ * small tensors stay on one thread (a parallel region costs microseconds).
+ * Builds without OpenMP run the same loops serially. */
+#ifndef AP_THREADING_H
+#define AP_THREADING_H
+
+#include <stdint.h>
+
+#include "plan.h"
+
+/* Elements of input per thread below which more threads do not pay. */
+#define AP_MIN_ELEMS_PER_THREAD 16384
+
+static inline int ap_threads_for(const ap_plan *plan, int64_t work_elems) {
+    int64_t t = work_elems / AP_MIN_ELEMS_PER_THREAD;
+    if (t < 1) t = 1;
+    return t < plan->num_threads ? (int)t : plan->num_threads;
+}
+
+#ifdef _OPENMP
+/* Declares ap_nt_ and opens a statically scheduled parallel for loop. */
+#define AP_OMP_PARALLEL_FOR(plan, work_elems)                     \
+    const int ap_nt_ = ap_threads_for((plan), (work_elems));      \
+    _Pragma("omp parallel for schedule(static) num_threads(ap_nt_) if (ap_nt_ > 1)")
+#else
+#define AP_OMP_PARALLEL_FOR(plan, work_elems) (void)(plan);
+#endif
+
+#endif /* AP_THREADING_H */

@@ -1,0 +1,195 @@
+"""Pooling descriptors: frozen, DirectML-style, validated once when built."""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import Optional, Sequence, Tuple
+
+from . import _core
+
+__all__ = ["AveragePoolingDesc", "AdaptiveAveragePoolingDesc", "layout_code"]
+
+_LAYOUTS = {"NCHW": _core.LAYOUT_NCHW, "NHWC": _core.LAYOUT_NHWC}
+
+
+def layout_code(layout: str) -> int:
+    """Map ``"NCHW"`` (channels first, any rank) / ``"NHWC"`` (channels last) to the core's code."""
+    try:
+        return _LAYOUTS[layout]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"layout must be 'NCHW' (channels first) or 'NHWC' (channels last), got {layout!r}"
+        ) from None
+
+
+def as_int(value, name: str) -> int:
+    """An integer attribute: ints and numpy integers pass, bools and floats raise TypeError."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be an integer, got bool {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}") from None
+
+
+def as_ints(values, name: str, rank: Optional[int] = None) -> Tuple[int, ...]:
+    """A per-axis integer attribute as a tuple, checked for length ``rank`` when given."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"{name} must be a sequence of integers, got {type(values).__name__}")
+    out = tuple(as_int(v, f"{name}[{i}]") for i, v in enumerate(values))
+    if rank is not None and len(out) != rank:
+        raise ValueError(f"{name} must have {rank} entries (one per spatial axis), got {len(out)}")
+    return out
+
+
+def _at_least(values: Tuple[int, ...], low: int, name: str) -> None:
+    for i, v in enumerate(values):
+        if v < low:
+            raise ValueError(f"{name}[{i}] must be >= {low}, got {v}")
+
+
+def _as_bool(value, name: str) -> bool:
+    if isinstance(value, bool) or value in (0, 1):
+        return bool(value)
+    raise TypeError(f"{name} must be a bool, got {value!r}")
+
+
+@dataclass(frozen=True)
+class AveragePoolingDesc:
+    """Windowed average pooling over 1 to 3 spatial axes (DirectML AVERAGE_POOLING1 fields).
+
+    Per spatial axis, with window ``k``, stride ``s``, dilation ``d`` and paddings ``pb``/``pe``::
+
+        ek  = (k - 1) * d + 1                          # effective window
+        out = floor((in + pb + pe - ek) / s) + 1       # unless output_sizes is given
+        y[o] = sum(x[p] for p in window(o) if 0 <= p < in) / divisor(o)
+        window(o) = {o * s - pb + j * d : j = 0 .. k-1}
+
+    The divisor is the product over axes of the valid positions (``include_padding=False``) or
+    of the positions inside ``[-pb, in + pe)`` (``include_padding=True``; with
+    ``count_overhang=True`` also those past ``in + pe``, as OpenVINO's ceil rounding counts
+    them). ``divisor_override`` replaces the divisor (PyTorch). A window with divisor 0 gives NaN.
+
+    Every argument is validated here, once; the descriptor is immutable and hashable.
+
+    >>> import numpy as np, avgpool
+    >>> desc = avgpool.AveragePoolingDesc((2, 2), strides=(2, 2))
+    >>> desc.output_shape((1, 1, 4, 4))
+    (1, 1, 2, 2)
+    >>> avgpool.average_pool(np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4), desc)[0, 0]
+    array([[ 2.5,  4.5],
+           [10.5, 12.5]], dtype=float32)
+    """
+
+    window_size: Sequence[int]
+    strides: Optional[Sequence[int]] = None
+    start_padding: Optional[Sequence[int]] = None
+    end_padding: Optional[Sequence[int]] = None
+    dilations: Optional[Sequence[int]] = None
+    include_padding: bool = False
+    output_sizes: Optional[Sequence[int]] = None
+    count_overhang: bool = False
+    divisor_override: Optional[int] = None
+    _c: object = field(init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self):
+        window = as_ints(self.window_size, "window_size")
+        rank = len(window)
+        if not 1 <= rank <= 3:
+            raise ValueError(f"window_size must have 1, 2 or 3 entries, got {rank}")
+
+        def per_axis(value, name, default):
+            return (default,) * rank if value is None else as_ints(value, name, rank)
+
+        strides = per_axis(self.strides, "strides", 1)
+        start = per_axis(self.start_padding, "start_padding", 0)
+        end = per_axis(self.end_padding, "end_padding", 0)
+        dilations = per_axis(self.dilations, "dilations", 1)
+        outputs = None if self.output_sizes is None else as_ints(self.output_sizes, "output_sizes", rank)
+        _at_least(window, 1, "window_size")
+        _at_least(strides, 1, "strides")
+        _at_least(start, 0, "start_padding")
+        _at_least(end, 0, "end_padding")
+        _at_least(dilations, 1, "dilations")
+        if outputs is not None:
+            _at_least(outputs, 1, "output_sizes")
+        override = None
+        if self.divisor_override is not None:
+            override = as_int(self.divisor_override, "divisor_override")
+            if override == 0:
+                raise ValueError("divisor_override must be non-zero")
+        include = _as_bool(self.include_padding, "include_padding")
+        overhang = _as_bool(self.count_overhang, "count_overhang")
+        for name, value in (("window_size", window), ("strides", strides), ("start_padding", start),
+                            ("end_padding", end), ("dilations", dilations), ("output_sizes", outputs),
+                            ("include_padding", include), ("count_overhang", overhang),
+                            ("divisor_override", override)):
+            object.__setattr__(self, name, value)
+        try:
+            c = _core.PoolDesc(window, strides, dilations, start, end, outputs or (0,) * rank,
+                               include, overhang, override or 0)
+        except OverflowError:
+            raise ValueError("window_size, strides, paddings, dilations and output_sizes must fit "
+                             "in int64") from None
+        object.__setattr__(self, "_c", c)
+
+    @property
+    def rank(self) -> int:
+        """Number of spatial axes."""
+        return len(self.window_size)
+
+    def output_shape(self, input_shape: Sequence[int], layout: str = "NCHW") -> Tuple[int, ...]:
+        """Shape of the output for an input of ``input_shape`` in ``layout``."""
+        return self._c.output_shape(_shape_tuple(input_shape), layout_code(layout))
+
+
+@dataclass(frozen=True)
+class AdaptiveAveragePoolingDesc:
+    """Adaptive average pooling to fixed output sizes (PyTorch adaptive_avg_pool, OpenVINO
+    AdaptiveAvgPool-8).
+
+    Per spatial axis with input ``in`` and output ``out``, output ``i`` averages the window::
+
+        start = floor(i * in / out),  end = ceil((i + 1) * in / out)
+        y[i]  = sum(x[start:end]) / (end - start)
+
+    ``out > in`` is allowed (windows repeat).
+
+    >>> import numpy as np, avgpool
+    >>> x = np.arange(10, dtype=np.float64).reshape(1, 1, 10)
+    >>> avgpool.adaptive_average_pool(x, avgpool.AdaptiveAveragePoolingDesc((3,)))[0, 0]
+    array([1.5, 4.5, 7.5])
+    """
+
+    output_sizes: Sequence[int]
+    _c: object = field(init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self):
+        sizes = as_ints(self.output_sizes, "output_sizes")
+        if not 1 <= len(sizes) <= 3:
+            raise ValueError(f"output_sizes must have 1, 2 or 3 entries, got {len(sizes)}")
+        _at_least(sizes, 1, "output_sizes")
+        object.__setattr__(self, "output_sizes", sizes)
+        try:
+            c = _core.AdaptiveDesc(sizes)
+        except OverflowError:
+            raise ValueError("output_sizes must fit in int64") from None
+        object.__setattr__(self, "_c", c)
+
+    @property
+    def rank(self) -> int:
+        """Number of spatial axes."""
+        return len(self.output_sizes)
+
+    def output_shape(self, input_shape: Sequence[int], layout: str = "NCHW") -> Tuple[int, ...]:
+        """Shape of the output for an input of ``input_shape`` in ``layout``."""
+        return self._c.output_shape(_shape_tuple(input_shape), layout_code(layout))
+
+
+def _shape_tuple(shape) -> Tuple[int, ...]:
+    shape = as_ints(shape, "input_shape")
+    for i, v in enumerate(shape):
+        if v < 0:
+            raise ValueError(f"input_shape[{i}] must be >= 0, got {v}")
+    return shape
