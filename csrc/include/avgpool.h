@@ -110,11 +110,14 @@ typedef struct ap_pool_desc {
     int64_t start_padding[AP_MAX_SPATIAL];   /* pb >= 0                     */
     int64_t end_padding[AP_MAX_SPATIAL];     /* pe >= 0                     */
     int64_t output_sizes[AP_MAX_SPATIAL];    /* 0: floor rule; else >= 1 and
-                                                (out-1)*s - pb < in + pe     */
+                                                (out-1)*s - pb < in + pe
+                                                unless count_overhang       */
     int32_t include_padding;                 /* padded positions count      */
-    int32_t count_overhang;                  /* with include_padding, also
-                                                positions >= in + pe count
-                                                (OpenVINO ceil rounding)    */
+    int32_t count_overhang;                  /* OpenVINO ceil rounding: with
+                                                include_padding, positions
+                                                >= in + pe count too; and a
+                                                window may start at or past
+                                                in + pe (its sum is 0)      */
     int64_t divisor_override;                /* non-zero: divide by this    */
 } ap_pool_desc;
 

@@ -1,1 +1,187 @@
-"""placeholder"""
+"""PyTorch-style functions: avg_pool1d/2d/3d and adaptive_avg_pool1d/2d/3d.
+
+Names and arguments follow ``torch.nn.functional``; inputs are channels first, batched
+(N, C, *spatial) or unbatched (C, *spatial); torch tensors in give torch tensors out.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from ._api import adaptive_average_pool, as_array, average_pool
+from ._desc import AdaptiveAveragePoolingDesc, AveragePoolingDesc, as_int
+from ._frontend import ceil_div, flag
+
+__all__ = ["avg_pool1d", "avg_pool2d", "avg_pool3d",
+           "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d"]
+
+
+def _expand(value, name, rank, allow_none=False):
+    """An int or a sequence of ``rank`` ints (a 1-sequence is broadcast)."""
+    if isinstance(value, (list, tuple)):
+        if len(value) == 1:
+            value = tuple(value) * rank
+        if len(value) != rank:
+            raise ValueError(f"{name} must be an int or a sequence of {rank} ints, got {value!r}")
+        return tuple(None if (allow_none and v is None) else as_int(v, f"{name}[{i}]")
+                     for i, v in enumerate(value))
+    if allow_none and value is None:
+        return (None,) * rank
+    return (as_int(value, name),) * rank
+
+
+def _batched(x, rank, fname):
+    """(x with a batch axis, its array, whether one was added); checks the rank."""
+    a = as_array(x)
+    if a.ndim == rank + 1:
+        return (x[None] if type(x).__module__.startswith("torch") else a[None]), a, True
+    if a.ndim != rank + 2:
+        raise ValueError(f"{fname}: x must be {rank + 1}-D (C, ...) or {rank + 2}-D (N, C, ...), "
+                         f"got shape {a.shape}")
+    return x, a, False
+
+
+def _avg_pool(x, rank, fname, kernel_size, stride, padding, ceil_mode, count_include_pad,
+              divisor_override):
+    x, a, unbatched = _batched(x, rank, fname)
+    kernel = _expand(kernel_size, "kernel_size", rank)
+    strides = kernel if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) \
+        else _expand(stride, "stride", rank)
+    pads = _expand(padding, "padding", rank)
+    override = None if divisor_override is None else as_int(divisor_override, "divisor_override")
+    spatial = a.shape[-rank:]
+    desc = _pool_desc(spatial, kernel, strides, pads, flag(ceil_mode, "ceil_mode"),
+                      flag(count_include_pad, "count_include_pad"), override)
+    y = average_pool(x, desc)
+    return y[0] if unbatched else y
+
+
+@lru_cache(maxsize=256)
+def _pool_desc(spatial, kernel, strides, pads, ceil_mode, count_include_pad, divisor_override):
+    rank = len(kernel)
+    outs = []
+    for a in range(rank):
+        size, k, s, p = spatial[a], kernel[a], strides[a], pads[a]
+        if k < 1:
+            raise ValueError(f"kernel_size must be >= 1, got {k}")
+        if s < 1:
+            raise ValueError(f"stride must be >= 1, got {s}")
+        if p < 0:
+            raise ValueError(f"padding must be >= 0, got {p}")
+        if p > k // 2:
+            raise ValueError(f"padding should be at most half of the kernel size, got padding {p} "
+                             f"for kernel_size {k}")
+        span = size + 2 * p - k
+        if span < 0:
+            raise ValueError(f"kernel_size {k} on spatial axis {a} is larger than the padded "
+                             f"input {size + 2 * p}")
+        out = (ceil_div(span, s) if ceil_mode else span // s) + 1
+        if ceil_mode and (out - 1) * s >= size + p:
+            out -= 1  # the last window must start inside the input or the left padding
+        outs.append(out)
+    if divisor_override == 0:
+        raise ValueError("divisor_override must be non-zero")
+    return AveragePoolingDesc(kernel, strides, pads, pads, include_padding=count_include_pad,
+                              output_sizes=tuple(outs), divisor_override=divisor_override)
+
+
+def avg_pool1d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """1-D average pooling over (N, C, L) or (C, L), as ``torch.nn.functional.avg_pool1d``.
+
+    ``out = floor_or_ceil((L + 2 * padding - kernel_size) / stride) + 1``; with ``ceil_mode`` a
+    last window starting in the right padding is dropped. With ``count_include_pad`` the divisor
+    counts the padded positions of a window (but not past the padded end).
+
+    >>> import numpy as np
+    >>> from avgpool import functional as F
+    >>> F.avg_pool1d(np.array([[[1., 2., 3., 4.]]], np.float32), 2)
+    array([[[1.5, 3.5]]], dtype=float32)
+    """
+    return _avg_pool(x, 1, "avg_pool1d", kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)
+
+
+def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """2-D average pooling over (N, C, H, W) or (C, H, W), as ``torch.nn.functional.avg_pool2d``.
+
+    Per axis ``out = floor_or_ceil((in + 2 * padding - kernel_size) / stride) + 1``, see
+    :func:`avg_pool1d`; ``divisor_override`` replaces the divisor.
+
+    >>> import numpy as np
+    >>> from avgpool import functional as F
+    >>> F.avg_pool2d(np.ones((1, 1, 4, 4), np.float32), 2, divisor_override=2)[0, 0]
+    array([[2., 2.],
+           [2., 2.]], dtype=float32)
+    """
+    return _avg_pool(x, 2, "avg_pool2d", kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)
+
+
+def avg_pool3d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """3-D average pooling over (N, C, D, H, W) or (C, D, H, W), as
+    ``torch.nn.functional.avg_pool3d``; the per-axis rule is that of :func:`avg_pool1d`.
+
+    >>> import numpy as np
+    >>> from avgpool import functional as F
+    >>> F.avg_pool3d(np.ones((1, 1, 2, 2, 2), np.float32), 2).shape
+    (1, 1, 1, 1, 1)
+    """
+    return _avg_pool(x, 3, "avg_pool3d", kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)
+
+
+def _adaptive(x, rank, fname, output_size):
+    x, a, unbatched = _batched(x, rank, fname)
+    sizes = _expand(output_size, "output_size", rank, allow_none=True)
+    spatial = a.shape[-rank:]
+    sizes = tuple(spatial[i] if v is None else v for i, v in enumerate(sizes))
+    desc = _adaptive_desc(sizes)
+    y = adaptive_average_pool(x, desc)
+    return y[0] if unbatched else y
+
+
+@lru_cache(maxsize=256)
+def _adaptive_desc(sizes):
+    for i, v in enumerate(sizes):
+        if v < 1:
+            raise ValueError(f"output_size[{i}] must be >= 1, got {v}")
+    return AdaptiveAveragePoolingDesc(sizes)
+
+
+def adaptive_avg_pool1d(x, output_size):
+    """Adaptive 1-D average pooling, as ``torch.nn.functional.adaptive_avg_pool1d``.
+
+    Output ``i`` averages ``x[floor(i * L / out) : ceil((i + 1) * L / out)]``.
+
+    >>> import numpy as np
+    >>> from avgpool import functional as F
+    >>> F.adaptive_avg_pool1d(np.arange(10, dtype=np.float32).reshape(1, 1, 10), 3)
+    array([[[1.5, 4.5, 7.5]]], dtype=float32)
+    """
+    return _adaptive(x, 1, "adaptive_avg_pool1d", output_size)
+
+
+def adaptive_avg_pool2d(x, output_size):
+    """Adaptive 2-D average pooling, as ``torch.nn.functional.adaptive_avg_pool2d``; an entry
+    ``None`` keeps that input size. See :func:`adaptive_avg_pool1d` for the windows.
+
+    >>> import numpy as np
+    >>> from avgpool import functional as F
+    >>> F.adaptive_avg_pool2d(np.ones((1, 3, 5, 7), np.float32), (2, None)).shape
+    (1, 3, 2, 7)
+    """
+    return _adaptive(x, 2, "adaptive_avg_pool2d", output_size)
+
+
+def adaptive_avg_pool3d(x, output_size):
+    """Adaptive 3-D average pooling, as ``torch.nn.functional.adaptive_avg_pool3d``.
+
+    >>> import numpy as np
+    >>> from avgpool import functional as F
+    >>> F.adaptive_avg_pool3d(np.ones((1, 1, 4, 4, 4), np.float32), 1).shape
+    (1, 1, 1, 1, 1)
+    """
+    return _adaptive(x, 3, "adaptive_avg_pool3d", output_size)

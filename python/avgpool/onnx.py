@@ -1,1 +1,106 @@
-"""placeholder"""
+"""ONNX AveragePool (opsets 1 to 22) and GlobalAveragePool.
+
+Inputs are channels first (N, C, D1, ..., Dn) as ONNX defines them. Where the ONNX reference
+evaluator and onnxruntime differ, this front end follows:
+
+- ``ceil_mode=1``: a last window that would start inside the right padding is dropped (both agree);
+  positions past the padded end never count in the divisor.
+- An empty window (``count_include_pad=0`` and a padding >= the kernel) gives NaN, as
+  ``onnx.reference`` does (onnxruntime rejects such pads).
+- ``auto_pad="VALID"`` with ``ceil_mode=1`` keeps the floor output size, as onnxruntime does
+  (``onnx.reference`` refuses the combination).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from . import _api
+from ._api import as_array
+from ._desc import AdaptiveAveragePoolingDesc, AveragePoolingDesc, as_ints
+from ._frontend import choice, flag, pooled_size, per_axis, same_padding, spatial_shape
+
+__all__ = ["average_pool", "global_average_pool"]
+
+_AUTO_PAD = ("notset", "valid", "same_upper", "same_lower")
+
+
+def average_pool(x, kernel_shape, *, strides=None, pads=None, auto_pad="NOTSET", ceil_mode=0,
+                 count_include_pad=0, dilations=None):
+    """ONNX ``AveragePool``: average over windows of ``kernel_shape`` (any opset).
+
+    Per spatial axis with ``ek = (k - 1) * dilation + 1`` and ``pads = [b1, .., bn, e1, .., en]``::
+
+        NOTSET: out = floor_or_ceil((in + b + e - ek) / stride) + 1   (ceil when ceil_mode=1,
+                dropping a last window that would start at or past in + b)
+        VALID:  out = floor((in - ek) / stride) + 1, no padding
+        SAME_*: out = ceil(in / stride), total pad max(0, (out - 1) * stride + ek - in), the odd
+                one at the end (SAME_UPPER) or the start (SAME_LOWER)
+
+    Padded positions count in the divisor when ``count_include_pad=1`` (opset 1 behaves as 0).
+
+    >>> import numpy as np
+    >>> from avgpool import onnx
+    >>> x = np.arange(1, 7, dtype=np.float32).reshape(1, 1, 6)
+    >>> onnx.average_pool(x, [3], strides=[3], pads=[1, 1], ceil_mode=1, count_include_pad=1)
+    array([[[1., 4., 3.]]], dtype=float32)
+    """
+    a = as_array(x)
+    kernel = as_ints(kernel_shape, "kernel_shape")
+    desc = _pool_desc(
+        tuple(spatial_shape(a, len(kernel), "kernel_shape")), kernel,
+        None if strides is None else as_ints(strides, "strides"),
+        None if pads is None else as_ints(pads, "pads"),
+        choice(auto_pad, "auto_pad", _AUTO_PAD), flag(ceil_mode, "ceil_mode"),
+        flag(count_include_pad, "count_include_pad"),
+        None if dilations is None else as_ints(dilations, "dilations"))
+    return _api.average_pool(x, desc)
+
+
+@lru_cache(maxsize=256)
+def _pool_desc(spatial, kernel, strides, pads, auto_pad, ceil_mode, count_include_pad, dilations):
+    rank = len(kernel)
+    if not 1 <= rank <= 3:
+        raise ValueError(f"kernel_shape must have 1, 2 or 3 entries, got {rank}")
+    kernel = per_axis(kernel, "kernel_shape", rank, low=1)
+    strides = per_axis(strides, "strides", rank, 1, low=1)
+    dilations = per_axis(dilations, "dilations", rank, 1, low=1)
+    pads = per_axis(pads, "pads", 2 * rank, 0, low=0)
+    begin, end, outs = [], [], []
+    for a in range(rank):
+        size, k, s = spatial[a], kernel[a], strides[a]
+        ek = (k - 1) * dilations[a] + 1
+        if auto_pad in ("same_upper", "same_lower"):
+            pb, pe, out = same_padding(size, ek, s, auto_pad == "same_upper")
+        else:
+            pb, pe = (0, 0) if auto_pad == "valid" else (pads[a], pads[a + rank])
+            ceil = ceil_mode and auto_pad == "notset"
+            out = pooled_size(size, ek, s, pb, pe, ceil, "kernel_shape", a)
+            if ceil and (out - 1) * s >= size + pb:
+                out -= 1  # the last window would start in the right padding
+        begin.append(pb)
+        end.append(pe)
+        outs.append(out)
+    return AveragePoolingDesc(kernel, strides, tuple(begin), tuple(end), dilations,
+                              include_padding=count_include_pad, output_sizes=tuple(outs))
+
+
+def global_average_pool(x):
+    """ONNX ``GlobalAveragePool``: the mean over all spatial axes, keeping them as size 1.
+
+    ``y[n, c, 1, ..., 1] = mean(x[n, c, ...])``
+
+    >>> import numpy as np
+    >>> from avgpool import onnx
+    >>> onnx.global_average_pool(np.arange(8, dtype=np.float32).reshape(1, 2, 4)).ravel()
+    array([1.5, 5.5], dtype=float32)
+    """
+    a = as_array(x)
+    if not 3 <= a.ndim <= 5:
+        raise ValueError(f"x: expected a 3-D, 4-D or 5-D input (N, C, spatial...), got shape {a.shape}")
+    return _api.adaptive_average_pool(x, _global_desc(a.ndim - 2))
+
+
+@lru_cache(maxsize=None)
+def _global_desc(rank):
+    return AdaptiveAveragePoolingDesc((1,) * rank)

@@ -1,0 +1,114 @@
+"""Float64 brute-force reference for the core model of SEMANTICS.md section 1.
+
+Written straight from the definitions, loops over output positions and window taps, numpy only
+over the (N, C) plane. Independent of the library: it must not import avgpool.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+__all__ = ["ref_average_pool", "ref_adaptive_average_pool", "ref_output_size"]
+
+
+def _to_channels_first(x, layout):
+    if layout == "NCHW":
+        return x
+    if layout == "NHWC":
+        r = x.ndim - 2
+        return np.transpose(x, (0, x.ndim - 1) + tuple(range(1, r + 1)))
+    raise ValueError(layout)
+
+
+def _from_channels_first(y, layout):
+    if layout == "NCHW":
+        return y
+    r = y.ndim - 2
+    return np.transpose(y, (0,) + tuple(range(2, r + 2)) + (1,))
+
+
+def ref_output_size(n, k, s, pb, pe, d):
+    """Floor rule: floor((in + pb + pe - ek) / s) + 1, ek = (k - 1) * d + 1."""
+    ek = (k - 1) * d + 1
+    if n + pb + pe < ek:
+        raise ValueError("effective window larger than the padded input")
+    return (n + pb + pe - ek) // s + 1
+
+
+def ref_average_pool(x, window, strides=None, start_padding=None, end_padding=None,
+                     dilations=None, include_padding=False, output_sizes=None,
+                     count_overhang=False, divisor_override=None, layout="NCHW"):
+    """Windowed average pooling of ``x`` (float64 result) per SEMANTICS.md section 1."""
+    x = np.asarray(x, dtype=np.float64)
+    r = len(window)
+    assert x.ndim == r + 2
+    strides = tuple(strides) if strides is not None else (1,) * r
+    pb_all = tuple(start_padding) if start_padding is not None else (0,) * r
+    pe_all = tuple(end_padding) if end_padding is not None else (0,) * r
+    dil = tuple(dilations) if dilations is not None else (1,) * r
+    xc = _to_channels_first(x, layout)
+    N, C = xc.shape[:2]
+    ins = xc.shape[2:]
+    if output_sizes is None:
+        outs = tuple(ref_output_size(ins[a], window[a], strides[a], pb_all[a], pe_all[a], dil[a])
+                     for a in range(r))
+    else:
+        outs = tuple(output_sizes)
+        for a in range(r):
+            assert outs[a] >= 1
+            assert (outs[a] - 1) * strides[a] - pb_all[a] < ins[a] + pe_all[a]
+
+    y = np.empty((N, C) + outs, dtype=np.float64)
+    for o in itertools.product(*(range(n) for n in outs)):
+        # Positions of every tap, per axis.
+        taps = [[o[a] * strides[a] - pb_all[a] + j * dil[a] for j in range(window[a])]
+                for a in range(r)]
+        total = np.zeros((N, C), dtype=np.float64)
+        for pos in itertools.product(*taps):
+            if all(0 <= pos[a] < ins[a] for a in range(r)):
+                total = total + xc[(slice(None), slice(None)) + tuple(pos)]
+        if divisor_override is not None:
+            divisor = divisor_override
+        else:
+            divisor = 1
+            for a in range(r):
+                if not include_padding:
+                    count = sum(1 for p in taps[a] if 0 <= p < ins[a])
+                elif count_overhang:
+                    count = window[a]
+                else:
+                    count = sum(1 for p in taps[a] if -pb_all[a] <= p < ins[a] + pe_all[a])
+                divisor *= count
+        if divisor == 0:
+            y[(slice(None), slice(None)) + o] = math.nan
+        else:
+            y[(slice(None), slice(None)) + o] = total / divisor
+    return _from_channels_first(y, layout)
+
+
+def ref_adaptive_average_pool(x, output_sizes, layout="NCHW"):
+    """Adaptive average pooling: window of i is [floor(i*in/out), ceil((i+1)*in/out))."""
+    x = np.asarray(x, dtype=np.float64)
+    r = len(output_sizes)
+    assert x.ndim == r + 2
+    xc = _to_channels_first(x, layout)
+    N, C = xc.shape[:2]
+    ins = xc.shape[2:]
+    outs = tuple(output_sizes)
+    y = np.empty((N, C) + outs, dtype=np.float64)
+    for o in itertools.product(*(range(n) for n in outs)):
+        bounds = []
+        for a in range(r):
+            start = (o[a] * ins[a]) // outs[a]
+            end = -((-(o[a] + 1) * ins[a]) // outs[a])  # ceil
+            bounds.append(range(start, end))
+        total = np.zeros((N, C), dtype=np.float64)
+        count = 0
+        for pos in itertools.product(*bounds):
+            total = total + xc[(slice(None), slice(None)) + tuple(pos)]
+            count += 1
+        y[(slice(None), slice(None)) + o] = total / count
+    return _from_channels_first(y, layout)
