@@ -17,19 +17,50 @@
 static const ap_kernel_table *ap_table = NULL;
 static ap_status ap_table_status = AP_OK;
 
-/* AVGPOOL_ISA=scalar|avx2|avx512|neon forces a path; unset picks the best. */
-static void ap_select_table(void) {
-    const char *want = getenv("AVGPOOL_ISA");
-    const ap_kernel_table *best = &ap_kernels_scalar;
-    if (want && *want && strcmp(want, "auto") != 0) {
-        if (strcmp(want, "scalar") == 0) {
-            best = &ap_kernels_scalar;
-        } else {
-            ap_table_status = AP_ERR_ISA;
-            best = NULL;
-        }
+/* The kernel table for an ISA name, or NULL if unknown or unsupported here.
+ * __builtin_cpu_supports also checks that the OS saves the wide registers. */
+static const ap_kernel_table *ap_table_for(const char *name) {
+    if (strcmp(name, "scalar") == 0) return &ap_kernels_scalar;
+#if defined(AP_HAVE_X86_KERNELS)
+    __builtin_cpu_init();
+    if (strcmp(name, "avx2") == 0)
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                       __builtin_cpu_supports("f16c")
+                   ? &ap_kernels_avx2
+                   : NULL;
+    if (strcmp(name, "avx512") == 0)
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")
+                   ? &ap_kernels_avx512
+                   : NULL;
+#endif
+    return NULL;
+}
+
+/* The best table this CPU supports. */
+static const ap_kernel_table *ap_best_table(void) {
+    static const char *const order[] = {"avx512", "avx2", "scalar"};
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; ++i) {
+        const ap_kernel_table *t = ap_table_for(order[i]);
+        if (t) return t;
     }
-    ap_table = best;
+    return &ap_kernels_scalar;
+}
+
+ap_status ap_set_isa(const char *name) {
+    const ap_kernel_table *t =
+        (!name || !*name || strcmp(name, "auto") == 0) ? ap_best_table() : ap_table_for(name);
+    if (!t) return AP_ERR_ISA;
+    ap_table = t;
+    ap_table_status = AP_OK;
+    return AP_OK;
+}
+
+/* First use: AVGPOOL_ISA=scalar|avx2|avx512|neon forces a path, unset or
+ * "auto" picks the best; an unknown or unsupported name is an error on every
+ * call (AP_ERR_ISA) rather than a silent fallback. */
+static void ap_select_table(void) {
+    if (ap_set_isa(getenv("AVGPOOL_ISA")) != AP_OK) ap_table_status = AP_ERR_ISA;
 }
 
 static const ap_kernel_table *ap_kernels(void) {
@@ -51,9 +82,9 @@ static ap_status ap_run(ap_plan *plan, const void *x, void *y) {
         ap_plan_free(plan);
         return AP_ERR_NULL_POINTER;
     }
-    if (n_out > 0) table->pool[plan->layout][plan->dtype](plan, x, y);
+    ap_status s = n_out > 0 ? table->pool[plan->layout][plan->dtype](plan, x, y) : AP_OK;
     ap_plan_free(plan);
-    return AP_OK;
+    return s;
 }
 
 ap_status ap_avgpool(const ap_pool_desc *desc, const ap_tensor_desc *input, ap_dtype dtype,

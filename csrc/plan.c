@@ -250,7 +250,9 @@ ap_status ap_plan_adaptive(ap_plan *plan, const ap_adaptive_desc *desc,
     for (int a = 0; a < 3; ++a) {
         ap_axis_plan *ax = &plan->axis[a];
         const int64_t in = ax->in, n = ax->out;
-        ax->stride = 0;
+        /* When out divides in, the windows are uniform (k = s = in / out) and
+         * kernels may take their windowed fast paths. */
+        ax->stride = in % n == 0 ? in / n : 0;
         ax->window = 0;
         for (int64_t o = 0; o < n; ++o) {
             const int64_t start = (o * in) / n;
@@ -259,6 +261,7 @@ ap_status ap_plan_adaptive(ap_plan *plan, const ap_adaptive_desc *desc,
             ax->taps[o] = ax->count[o] = end - start;
             if (end - start > ax->window) ax->window = end - start;
         }
+        if (ax->stride) ax->interior_begin = 0, ax->interior_end = n;
     }
     return AP_OK;
 }

@@ -17,7 +17,8 @@ typedef struct ap_axis_plan {
     int64_t out;         /* output size                                     */
     int64_t step;        /* distance between taps (dilation; 1 if adaptive) */
     int64_t window;      /* k (adaptive: largest window length)             */
-    int64_t stride;      /* s (adaptive: 0)                                 */
+    int64_t stride;      /* s; adaptive: in / out when out divides in, else 0
+                            (0 marks windows of varying length)             */
     int64_t pad_begin;   /* pb (adaptive: 0)                                */
     /* Outputs [interior_begin, interior_end) have all `window` taps valid
      * and divisor factor `window` (windowed pooling only; else empty). */

@@ -18,6 +18,23 @@ static inline int ap_threads_for(const ap_plan *plan, int64_t work_elems) {
 }
 
 #ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* This thread's share [lo, hi) of n items under a static, contiguous split;
+ * call inside a parallel region (or outside one: everything). */
+static inline void ap_thread_range(int64_t n, int64_t *lo, int64_t *hi) {
+    int64_t t = 0, nth = 1;
+#ifdef _OPENMP
+    t = omp_get_thread_num();
+    nth = omp_get_num_threads();
+#endif
+    const int64_t q = n / nth, r = n % nth;
+    *lo = t * q + (t < r ? t : r);
+    *hi = *lo + q + (t < r ? 1 : 0);
+}
+
+#ifdef _OPENMP
 /* Declares ap_nt_ and opens a statically scheduled parallel for loop. */
 #define AP_OMP_PARALLEL_FOR(plan, work_elems)                     \
     const int ap_nt_ = ap_threads_for((plan), (work_elems));      \

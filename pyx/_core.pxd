@@ -66,5 +66,6 @@ cdef extern from "avgpool.h" nogil:
                                   ap_dtype dtype, const void *x, void *y, int num_threads)
     const char *ap_version()
     const char *ap_isa()
+    ap_status ap_set_isa(const char *name)
     int ap_openmp_enabled()
     int ap_max_threads()

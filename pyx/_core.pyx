@@ -44,6 +44,15 @@ def isa():
     return ap_isa().decode()
 
 
+def set_isa(str name):
+    """Switch every kernel to ``name`` ('scalar', 'avx2', 'avx512', 'neon' or 'auto').
+
+    Not thread-safe; meant for tests and benchmarks that compare the paths."""
+    cdef bytes b = name.encode()
+    if ap_set_isa(b) != AP_OK:
+        raise ValueError(f"isa {name!r} is unknown or not supported by this CPU and build")
+
+
 def openmp_enabled():
     return bool(ap_openmp_enabled())
 

@@ -175,8 +175,16 @@ AP_API ap_status ap_adaptive_avgpool_bf16(const ap_adaptive_desc *desc,
 
 /* Build information. */
 AP_API const char *ap_version(void);
-/* Instruction set the kernels use ("scalar", "avx2", "avx512", "neon"). */
+/* Instruction set the kernels use ("scalar", "avx2", "avx512", "neon"), or
+ * "unavailable" when AVGPOOL_ISA names one this CPU lacks. Chosen at the
+ * first call: the environment variable AVGPOOL_ISA forces one, else the best
+ * the CPU supports. */
 AP_API const char *ap_isa(void);
+/* Switch the kernels to `name` ("scalar", "avx2", "avx512", "neon"; NULL or
+ * "auto": the best available). Returns AP_ERR_ISA if this CPU or build lacks
+ * it, leaving the choice unchanged. Not thread-safe: call it while no other
+ * avgpool call is running (tests use it to compare every path). */
+AP_API ap_status ap_set_isa(const char *name);
 /* Whether the library was built with OpenMP, and its default thread count. */
 AP_API int ap_openmp_enabled(void);
 AP_API int ap_max_threads(void);

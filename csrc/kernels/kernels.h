@@ -9,7 +9,7 @@
 
 #include "../plan.h"
 
-typedef void (*ap_kernel_fn)(const ap_plan *plan, const void *x, void *y);
+typedef ap_status (*ap_kernel_fn)(const ap_plan *plan, const void *x, void *y);
 
 /* Indexed [layout][dtype]. */
 typedef struct ap_kernel_table {
@@ -17,15 +17,19 @@ typedef struct ap_kernel_table {
     ap_kernel_fn pool[2][4];
 } ap_kernel_table;
 
-void ap_avgpool_nchw_f32_scalar(const ap_plan *plan, const void *x, void *y);
-void ap_avgpool_nchw_f64_scalar(const ap_plan *plan, const void *x, void *y);
-void ap_avgpool_nchw_f16_scalar(const ap_plan *plan, const void *x, void *y);
-void ap_avgpool_nchw_bf16_scalar(const ap_plan *plan, const void *x, void *y);
-void ap_avgpool_nhwc_f32_scalar(const ap_plan *plan, const void *x, void *y);
-void ap_avgpool_nhwc_f64_scalar(const ap_plan *plan, const void *x, void *y);
-void ap_avgpool_nhwc_f16_scalar(const ap_plan *plan, const void *x, void *y);
-void ap_avgpool_nhwc_bf16_scalar(const ap_plan *plan, const void *x, void *y);
+ap_status ap_avgpool_nchw_f32_scalar(const ap_plan *plan, const void *x, void *y);
+ap_status ap_avgpool_nchw_f64_scalar(const ap_plan *plan, const void *x, void *y);
+ap_status ap_avgpool_nchw_f16_scalar(const ap_plan *plan, const void *x, void *y);
+ap_status ap_avgpool_nchw_bf16_scalar(const ap_plan *plan, const void *x, void *y);
+ap_status ap_avgpool_nhwc_f32_scalar(const ap_plan *plan, const void *x, void *y);
+ap_status ap_avgpool_nhwc_f64_scalar(const ap_plan *plan, const void *x, void *y);
+ap_status ap_avgpool_nhwc_f16_scalar(const ap_plan *plan, const void *x, void *y);
+ap_status ap_avgpool_nhwc_bf16_scalar(const ap_plan *plan, const void *x, void *y);
 
 extern const ap_kernel_table ap_kernels_scalar;
+#if defined(AP_HAVE_X86_KERNELS)
+extern const ap_kernel_table ap_kernels_avx2;
+extern const ap_kernel_table ap_kernels_avx512;
+#endif
 
 #endif /* AP_KERNELS_H */

@@ -11,6 +11,13 @@ from ._desc import AdaptiveAveragePoolingDesc, AveragePoolingDesc
 
 __version__ = _core.version()
 
+if _core.isa() == "unavailable":
+    import os as _os
+
+    raise ImportError(
+        f"AVGPOOL_ISA={_os.environ.get('AVGPOOL_ISA')!r} names an instruction set that is unknown or "
+        "not supported by this CPU; use scalar, avx2, avx512 (x86-64), neon (aarch64) or auto")
+
 __all__ = [
     "AveragePoolingDesc",
     "AdaptiveAveragePoolingDesc",
