@@ -21,17 +21,28 @@ static inline int ap_threads_for(const ap_plan *plan, int64_t work_elems) {
 #include <omp.h>
 #endif
 
-/* This thread's share [lo, hi) of n items under a static, contiguous split;
- * call inside a parallel region (or outside one: everything). */
-static inline void ap_thread_range(int64_t n, int64_t *lo, int64_t *hi) {
-    int64_t t = 0, nth = 1;
+/* Work sharing by chunks taken from a shared counter: a thread that the OS
+ * deschedules (a shared or busy machine) does not hold up the others, who
+ * take its share. `next` is shared by the team and starts at 0. */
+static inline int64_t ap_chunk_size(int64_t n, int nthreads) {
+    const int64_t c = n / ((int64_t)nthreads * 8);
+    return c < 1 ? 1 : c;
+}
+
+static inline int ap_next_chunk(int64_t *next, int64_t n, int64_t chunk, int64_t *lo,
+                                int64_t *hi) {
+    int64_t start;
 #ifdef _OPENMP
-    t = omp_get_thread_num();
-    nth = omp_get_num_threads();
+#pragma omp atomic capture
 #endif
-    const int64_t q = n / nth, r = n % nth;
-    *lo = t * q + (t < r ? t : r);
-    *hi = *lo + q + (t < r ? 1 : 0);
+    {
+        start = *next;
+        *next += chunk;
+    }
+    if (start >= n) return 0;
+    *lo = start;
+    *hi = n - start < chunk ? n : start + chunk;
+    return 1;
 }
 
 #ifdef _OPENMP

@@ -3,6 +3,7 @@
  * 16-bit masked loads). Compiled with those flags only; chosen at run time
  * by dispatch.c. */
 #include <immintrin.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,7 @@ static inline vf v_loadu_n(const float *p, int n) { return _mm256_maskload_ps(p,
 static inline void v_storeu(float *p, vf v) { _mm256_storeu_ps(p, v); }
 static inline void v_storeu_n(float *p, vf v, int n) { _mm256_maskstore_ps(p, ap_tail(n), v); }
 static inline vf v_add(vf a, vf b) { return _mm256_add_ps(a, b); }
+static inline vf v_sub(vf a, vf b) { return _mm256_sub_ps(a, b); }
 static inline vf v_mul(vf a, vf b) { return _mm256_mul_ps(a, b); }
 static inline vf v_div(vf a, vf b) { return _mm256_div_ps(a, b); }
 static inline float v_hsum(vf v) {

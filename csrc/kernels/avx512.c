@@ -2,6 +2,7 @@
  * and stores for every tail, F16C-style conversion in zmm registers.
  * Compiled with those flags only; chosen at run time by dispatch.c. */
 #include <immintrin.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,6 +22,7 @@ static inline vf v_loadu_n(const float *p, int n) { return _mm512_maskz_loadu_ps
 static inline void v_storeu(float *p, vf v) { _mm512_storeu_ps(p, v); }
 static inline void v_storeu_n(float *p, vf v, int n) { _mm512_mask_storeu_ps(p, ap_tail(n), v); }
 static inline vf v_add(vf a, vf b) { return _mm512_add_ps(a, b); }
+static inline vf v_sub(vf a, vf b) { return _mm512_sub_ps(a, b); }
 static inline vf v_mul(vf a, vf b) { return _mm512_mul_ps(a, b); }
 static inline vf v_div(vf a, vf b) { return _mm512_div_ps(a, b); }
 static inline float v_hsum(vf v) { return _mm512_reduce_add_ps(v); }

@@ -1,20 +1,31 @@
-"""Command line: ``python -m avgpool info``."""
+"""Command line: ``python -m avgpool info`` and ``python -m avgpool bench``."""
 
 import argparse
 import sys
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m avgpool", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m avgpool")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("info", help="print version, build flags and thread settings")
+    sub.add_parser("info", help="print version, kernel instruction set and thread settings")
+    bench = sub.add_parser("bench", help="time avgpool against the installed peers")
+    bench.add_argument("--threads", type=int, default=None,
+                       help="threads for avgpool and every peer (default: all cores)")
+    bench.add_argument("--quick", action="store_true", help="fewer repeats, no out-of-cache case")
+    bench.add_argument("--cases", default="", metavar="SUBSTR", help="only cases whose id contains SUBSTR")
+    bench.add_argument("--json", metavar="PATH", help="write every timing to PATH")
+    bench.add_argument("--plot", metavar="PATH.png", help="bar chart per case (needs matplotlib)")
+    bench.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     if args.command == "info":
         import avgpool
 
         for key, value in avgpool.info().items():
             print(f"{key:20s} {value}")
-    return 0
+        return 0
+    from avgpool import _bench
+
+    return _bench.main(args)
 
 
 if __name__ == "__main__":
