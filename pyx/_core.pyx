@@ -61,7 +61,7 @@ def max_threads():
     return ap_max_threads()
 
 
-cdef int _raise(ap_status status, str detail="") except -1:
+cdef int _raise(ap_status status, str detail="", str argument=None) except -1:
     message = ap_status_string(status).decode()
     if detail:
         message = f"{message} ({detail})"
@@ -71,7 +71,9 @@ cdef int _raise(ap_status status, str detail="") except -1:
         raise RuntimeError(f"AVGPOOL_ISA: {message}")
     if status == AP_ERR_DTYPE:
         raise TypeError(f"x: {message}")
-    raise ValueError(f"{_STATUS_ARGUMENT.get(status, 'argument')}: {message}")
+    if argument is None:
+        argument = _STATUS_ARGUMENT.get(status, "argument")
+    raise ValueError(f"{argument}: {message}")
 
 
 cdef int _tensor(ap_tensor_desc *t, tuple shape, int rank, int layout) except -1:
@@ -129,22 +131,30 @@ cdef class PoolDesc:
         self.c.count_overhang = count_overhang
         self.c.divisor_override = divisor_override
 
-    cdef str _detail(self, ap_status status, const ap_tensor_desc *t):
-        """Name the spatial axis that breaks a size rule."""
+    cdef int _fail(self, ap_status status, const ap_tensor_desc *t) except -1:
+        """Raise for status, naming the spatial axis and argument that break the rule."""
         cdef int a
-        cdef int64_t ek, padded
+        big = 2**63 - 1
         for a in range(self.c.rank):
-            ek = (self.c.window[a] - 1) * self.c.dilations[a] + 1
-            padded = t.sizes[a] + self.c.start_padding[a] + self.c.end_padding[a]
-            if status == AP_ERR_WINDOW_TOO_LARGE and ek > padded:
-                return (f"spatial axis {a}: effective window {ek} > padded input {padded} = "
-                        f"{t.sizes[a]} + {self.c.start_padding[a]} + {self.c.end_padding[a]}")
-            if (status == AP_ERR_OUTPUT_SIZE and self.c.output_sizes[a] > 0 and
-                    (self.c.output_sizes[a] - 1) * self.c.strides[a] - self.c.start_padding[a]
-                    >= t.sizes[a] + self.c.end_padding[a]):
-                return (f"spatial axis {a}: output size {self.c.output_sizes[a]} starts its "
-                        f"last window past the padded end")
-        return ""
+            # Python integers: these checks cannot overflow themselves.
+            k, s, dil = self.c.window[a], self.c.strides[a], self.c.dilations[a]
+            pb, pe, size = self.c.start_padding[a], self.c.end_padding[a], t.sizes[a]
+            ek = (k - 1) * dil + 1
+            out = self.c.output_sizes[a]
+            if status == AP_ERR_WINDOW_TOO_LARGE and ek > size + pb + pe:
+                _raise(status, f"spatial axis {a}: effective window {ek} > padded input "
+                               f"{size + pb + pe} = {size} + {pb} + {pe}")
+            if status == AP_ERR_OUTPUT_SIZE and out > 0 and (out - 1) * s - pb >= size + pe:
+                _raise(status, f"spatial axis {a}: output size {out} starts its last window "
+                               f"past the padded end")
+            if status == AP_ERR_OVERFLOW:
+                if ek > big:
+                    _raise(status, f"spatial axis {a}", "window_size/dilations")
+                if size + pb + pe > big:
+                    _raise(status, f"spatial axis {a}", "start_padding/end_padding")
+                if out > 0 and (out - 1) * s + ek > big:
+                    _raise(status, f"spatial axis {a}", "output_sizes/strides")
+        _raise(status)
 
     def output_shape(self, tuple shape, int layout):
         cdef ap_tensor_desc t
@@ -152,7 +162,7 @@ cdef class PoolDesc:
         _tensor(&t, shape, self.c.rank, layout)
         cdef ap_status s = ap_pool_output_sizes(&self.c, &t, out)
         if s != AP_OK:
-            _raise(s, self._detail(s, &t))
+            self._fail(s, &t)
         return _shape(&t, out)
 
     def __call__(self, x, y, int dtype, int layout, int num_threads):
@@ -169,7 +179,7 @@ cdef class PoolDesc:
         else:
             s = _pool[uint16_t](&self.c, &t, <ap_dtype>dtype, x, y, num_threads)
         if s != AP_OK:
-            _raise(s, self._detail(s, &t))
+            self._fail(s, &t)
 
 
 cdef class AdaptiveDesc:
@@ -186,7 +196,7 @@ cdef class AdaptiveDesc:
         _tensor(&t, shape, self.c.rank, layout)
         cdef ap_status s = ap_adaptive_output_sizes(&self.c, &t, out)
         if s != AP_OK:
-            _raise(s)
+            _raise(s, "", "output_sizes" if s == AP_ERR_OVERFLOW else None)
         return _shape(&t, out)
 
     def __call__(self, x, y, int dtype, int layout, int num_threads):

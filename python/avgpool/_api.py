@@ -91,6 +91,9 @@ def _run(core_desc, x, layout, out, num_threads):
     torch_in = _is_torch(x)
     a = as_array(x)
     code = _DTYPE_CODES.get(a.dtype)
+    if code is None and a.dtype.byteorder == ">" and a.dtype.newbyteorder("=") in _DTYPE_CODES:
+        a = a.astype(a.dtype.newbyteorder("="))  # byte-swapped float data: a native copy
+        code = _DTYPE_CODES[a.dtype]
     if code is None:
         raise TypeError(
             f"x: dtype {a.dtype} is not supported; use float32, float64, float16 or bfloat16"

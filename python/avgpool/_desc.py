@@ -43,10 +43,15 @@ def as_ints(values, name: str, rank: Optional[int] = None) -> Tuple[int, ...]:
     return out
 
 
+_INT64_MAX = 2**63 - 1
+
+
 def _at_least(values: Tuple[int, ...], low: int, name: str) -> None:
     for i, v in enumerate(values):
         if v < low:
             raise ValueError(f"{name}[{i}] must be >= {low}, got {v}")
+        if v > _INT64_MAX:
+            raise ValueError(f"{name}[{i}] must fit in int64, got {v}")
 
 
 def _as_bool(value, name: str) -> bool:
@@ -119,6 +124,12 @@ class AveragePoolingDesc:
             override = as_int(self.divisor_override, "divisor_override")
             if override == 0:
                 raise ValueError("divisor_override must be non-zero")
+            if not -_INT64_MAX <= override <= _INT64_MAX:
+                raise ValueError(f"divisor_override must fit in int64, got {override}")
+        for i, (k, d) in enumerate(zip(window, dilations)):
+            if (k - 1) * d + 1 > _INT64_MAX:
+                raise ValueError(f"window_size/dilations: the effective window (window_size[{i}] - 1)"
+                                 f" * dilations[{i}] + 1 must fit in int64")
         include = _as_bool(self.include_padding, "include_padding")
         overhang = _as_bool(self.count_overhang, "count_overhang")
         for name, value in (("window_size", window), ("strides", strides), ("start_padding", start),
@@ -126,12 +137,8 @@ class AveragePoolingDesc:
                             ("include_padding", include), ("count_overhang", overhang),
                             ("divisor_override", override)):
             object.__setattr__(self, name, value)
-        try:
-            c = _core.PoolDesc(window, strides, dilations, start, end, outputs or (0,) * rank,
-                               include, overhang, override or 0)
-        except OverflowError:
-            raise ValueError("window_size, strides, paddings, dilations and output_sizes must fit "
-                             "in int64") from None
+        c = _core.PoolDesc(window, strides, dilations, start, end, outputs or (0,) * rank,
+                           include, overhang, override or 0)
         object.__setattr__(self, "_c", c)
 
     @property
@@ -171,11 +178,7 @@ class AdaptiveAveragePoolingDesc:
             raise ValueError(f"output_sizes must have 1, 2 or 3 entries, got {len(sizes)}")
         _at_least(sizes, 1, "output_sizes")
         object.__setattr__(self, "output_sizes", sizes)
-        try:
-            c = _core.AdaptiveDesc(sizes)
-        except OverflowError:
-            raise ValueError("output_sizes must fit in int64") from None
-        object.__setattr__(self, "_c", c)
+        object.__setattr__(self, "_c", _core.AdaptiveDesc(sizes))
 
     @property
     def rank(self) -> int:
@@ -190,6 +193,6 @@ class AdaptiveAveragePoolingDesc:
 def _shape_tuple(shape) -> Tuple[int, ...]:
     shape = as_ints(shape, "input_shape")
     for i, v in enumerate(shape):
-        if v < 0:
-            raise ValueError(f"input_shape[{i}] must be >= 0, got {v}")
+        if not 0 <= v <= _INT64_MAX:
+            raise ValueError(f"input_shape[{i}] must be >= 0 and fit in int64, got {v}")
     return shape

@@ -7,8 +7,8 @@ evaluator and onnxruntime differ, this front end follows:
   positions past the padded end never count in the divisor.
 - An empty window (``count_include_pad=0`` and a padding >= the kernel) gives NaN, as
   ``onnx.reference`` does (onnxruntime rejects such pads).
-- ``auto_pad="VALID"`` with ``ceil_mode=1`` keeps the floor output size, as onnxruntime does
-  (``onnx.reference`` refuses the combination).
+- ``auto_pad="VALID"`` with ``ceil_mode=1`` is explicit zero pads with the ceil rule, as
+  onnxruntime computes it (``onnx.reference`` refuses the combination).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def average_pool(x, kernel_shape, *, strides=None, pads=None, auto_pad="NOTSET",
 
         NOTSET: out = floor_or_ceil((in + b + e - ek) / stride) + 1   (ceil when ceil_mode=1,
                 dropping a last window that would start at or past in + b)
-        VALID:  out = floor((in - ek) / stride) + 1, no padding
+        VALID:  as NOTSET with zero pads
         SAME_*: out = ceil(in / stride), total pad max(0, (out - 1) * stride + ek - in), the odd
                 one at the end (SAME_UPPER) or the start (SAME_LOWER)
 
@@ -74,7 +74,7 @@ def _pool_desc(spatial, kernel, strides, pads, auto_pad, ceil_mode, count_includ
             pb, pe, out = same_padding(size, ek, s, auto_pad == "same_upper")
         else:
             pb, pe = (0, 0) if auto_pad == "valid" else (pads[a], pads[a + rank])
-            ceil = ceil_mode and auto_pad == "notset"
+            ceil = ceil_mode  # VALID with ceil_mode: onnxruntime's rule, zero pads
             out = pooled_size(size, ek, s, pb, pe, ceil, "kernel_shape", a)
             if ceil and (out - 1) * s >= size + pb:
                 out -= 1  # the last window would start in the right padding
