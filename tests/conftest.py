@@ -17,3 +17,35 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+# ---- every kernel path ------------------------------------------------------------------------
+# The whole suite runs once per instruction set this CPU supports (scalar, avx2, avx512 / neon),
+# or only the one AVGPOOL_ISA names. Tests are grouped by path and their ids end in [isa].
+import pytest  # noqa: E402
+
+from avgpool import _core  # noqa: E402
+
+
+def available_isas():
+    """The kernel paths this build and CPU can run, the scalar oracle first."""
+    names = []
+    for name in ("scalar", "avx2", "avx512", "neon"):
+        try:
+            _core.set_isa(name)
+        except ValueError:
+            continue
+        names.append(name)
+    _core.set_isa(os.environ.get("AVGPOOL_ISA") or "auto")
+    return names
+
+
+_FORCED = os.environ.get("AVGPOOL_ISA", "")
+ISAS = [_FORCED] if _FORCED and _FORCED != "auto" else available_isas()
+
+
+@pytest.fixture(scope="session", params=ISAS, autouse=True)
+def isa(request):
+    """Run every test on one kernel path."""
+    _core.set_isa(request.param)
+    yield request.param
+    _core.set_isa(_FORCED or "auto")

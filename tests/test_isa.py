@@ -1,0 +1,132 @@
+"""Every SIMD path against the scalar oracle, and the AVGPOOL_ISA switch.
+
+The conftest runs the whole suite on each path against the float64 reference; here each path is
+also compared directly with the scalar kernels on the same input (same dtype, so the only
+difference allowed is float32 summation order), including shapes whose rows and channel counts
+leave every kind of vector tail, and large windows (running sums).
+"""
+
+import os
+import subprocess
+import sys
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import avgpool
+from avgpool import _core
+
+from conftest import available_isas
+
+SIMD = [name for name in available_isas() if name != "scalar"]
+DTYPES = [np.float32, np.float64, np.float16, ml_dtypes.bfloat16]
+TOL = {np.float32: 2e-6, np.float64: 1e-13, np.float16: 1e-3, ml_dtypes.bfloat16: 8e-3}
+
+
+def _run_on(isa_name, fn):
+    _core.set_isa(isa_name)
+    try:
+        return fn()
+    finally:
+        _core.set_isa("auto")
+
+
+def _compare(isa_name, fn, x, dtype):
+    ref = _run_on("scalar", fn).astype(np.float64)
+    got = _run_on(isa_name, fn).astype(np.float64)
+    # Scale by the mean |x| so windows that cancel are judged fairly.
+    scale = max(float(np.abs(x.astype(np.float64)).max()), 1e-30)
+    np.testing.assert_allclose(got, ref, rtol=TOL[dtype], atol=TOL[dtype] * scale, equal_nan=True)
+    assert np.array_equal(np.isnan(got), np.isnan(ref))
+
+
+@st.composite
+def pool_cases(draw):
+    rank = draw(st.integers(1, 3))
+    layout = draw(st.sampled_from(["NCHW", "NHWC"]))
+    n, c = draw(st.integers(1, 2)), draw(st.integers(1, 37))
+    spatial = [draw(st.integers(1, 40 if rank == 1 else 19)) for _ in range(rank)]
+    k = [draw(st.integers(1, 6)) for _ in range(rank)]
+    s = [draw(st.integers(1, 4)) for _ in range(rank)]
+    d = [draw(st.integers(1, 2)) for _ in range(rank)]
+    pb = [draw(st.integers(0, 3)) for _ in range(rank)]
+    pe = [draw(st.integers(0, 3)) for _ in range(rank)]
+    desc = avgpool.AveragePoolingDesc(k, s, pb, pe, d, include_padding=draw(st.booleans()),
+                                      count_overhang=draw(st.booleans()))
+    shape = (n, c, *spatial) if layout == "NCHW" else (n, *spatial, c)
+    try:
+        desc.output_shape(shape, layout)
+    except ValueError:
+        desc = avgpool.AveragePoolingDesc(k, s, [kk for kk in k], [kk for kk in k], d)
+    return desc, shape, layout, draw(st.sampled_from(DTYPES)), draw(st.integers(0, 2**32 - 1))
+
+
+@pytest.mark.skipif(not SIMD, reason="no SIMD path on this CPU")
+@pytest.mark.parametrize("simd", SIMD)
+@given(case=pool_cases())
+def test_pool_matches_scalar(simd, case):
+    desc, shape, layout, dtype, seed = case
+    x = np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+    _compare(simd, lambda: avgpool.average_pool(x, desc, layout=layout), x, dtype)
+
+
+@pytest.mark.skipif(not SIMD, reason="no SIMD path on this CPU")
+@pytest.mark.parametrize("simd", SIMD)
+@given(rank=st.integers(1, 3), layout=st.sampled_from(["NCHW", "NHWC"]), c=st.integers(1, 37),
+       data=st.data(), dtype=st.sampled_from(DTYPES), seed=st.integers(0, 2**32 - 1))
+def test_adaptive_matches_scalar(simd, rank, layout, c, data, dtype, seed):
+    spatial = [data.draw(st.integers(1, 30 if rank == 1 else 15)) for _ in range(rank)]
+    out = [data.draw(st.integers(1, 17)) for _ in range(rank)]
+    shape = (2, c, *spatial) if layout == "NCHW" else (2, *spatial, c)
+    x = np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+    _compare(simd, lambda: avgpool.adaptive_average_pool(x, out, layout=layout), x, dtype)
+
+
+@pytest.mark.skipif(not SIMD, reason="no SIMD path on this CPU")
+@pytest.mark.parametrize("simd", SIMD)
+@pytest.mark.parametrize("k", [8, 15, 33, 64])
+@pytest.mark.parametrize("include_padding", [False, True])
+def test_large_window_accuracy(simd, k, include_padding):
+    """Running sums stay within 1e-5 of the float64 result, relative to the mean |x| of the
+    window, over values of mixed sign spanning 7 orders of magnitude, with inf and NaN."""
+    rng = np.random.default_rng(k)
+    shape = (1, 3, 2 * k + 40, 2 * k + 50)
+    x = (rng.standard_normal(shape) * np.exp(rng.uniform(-8, 8, shape))).astype(np.float32)
+    x[0, 0, k, k + 3] = np.inf
+    x[0, 1, 5, k + 20] = np.nan
+    p = k // 2
+    desc = avgpool.AveragePoolingDesc((k, k), (1, 1), (p, p), (p, p),
+                                      include_padding=include_padding)
+    ref = _run_on("scalar", lambda: avgpool.average_pool(x.astype(np.float64), desc))
+    ref_abs = _run_on("scalar", lambda: avgpool.average_pool(np.abs(x).astype(np.float64), desc))
+    got = _run_on(simd, lambda: avgpool.average_pool(x, desc)).astype(np.float64)
+    assert np.array_equal(np.isnan(got), np.isnan(ref))
+    assert np.array_equal(np.isinf(got), np.isinf(ref))
+    finite = np.isfinite(ref)
+    assert finite.sum() > 0.9 * ref.size
+    rel = np.abs(got[finite] - ref[finite]) / ref_abs[finite]
+    assert rel.max() <= 1e-5
+
+
+@pytest.mark.parametrize("name", ["scalar"] + SIMD)
+def test_env_forces_path(name):
+    code = "import avgpool; print(avgpool.info()['isa'])"
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "AVGPOOL_ISA": name},
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert out == name
+
+
+def test_env_unavailable_path_fails_at_import():
+    code = "import avgpool"
+    proc = subprocess.run([sys.executable, "-c", code], env={**os.environ, "AVGPOOL_ISA": "sse9"},
+                          capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert "AVGPOOL_ISA='sse9'" in proc.stderr and "ImportError" in proc.stderr
+
+
+def test_set_isa_rejects_unknown():
+    with pytest.raises(ValueError, match="isa 'mmx'"):
+        _core.set_isa("mmx")

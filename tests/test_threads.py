@@ -1,0 +1,72 @@
+"""Threading: num_threads / AVGPOOL_NUM_THREADS, determinism, and concurrent Python callers."""
+
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import avgpool
+from reference import ref_adaptive_average_pool, ref_average_pool
+
+# Large enough that the kernels do split the work between threads.
+X = np.random.default_rng(0).standard_normal((4, 64, 40, 40)).astype(np.float32)
+DESC = avgpool.AveragePoolingDesc((3, 3), (1, 1), (1, 1), (1, 1))
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_thread_counts_give_identical_results(layout):
+    x = X if layout == "NCHW" else np.ascontiguousarray(X.transpose(0, 2, 3, 1))
+    one = avgpool.average_pool(x, DESC, layout=layout, num_threads=1)
+    for n in (2, 3, 8):
+        np.testing.assert_array_equal(avgpool.average_pool(x, DESC, layout=layout, num_threads=n), one)
+
+
+def test_env_thread_count(monkeypatch):
+    one = avgpool.average_pool(X, DESC, num_threads=1)
+    monkeypatch.setenv("AVGPOOL_NUM_THREADS", "2")
+    np.testing.assert_array_equal(avgpool.average_pool(X, DESC), one)
+    monkeypatch.setenv("AVGPOOL_NUM_THREADS", "two")
+    with pytest.raises(ValueError, match="AVGPOOL_NUM_THREADS must be a positive integer"):
+        avgpool.average_pool(X, DESC)
+    monkeypatch.setenv("AVGPOOL_NUM_THREADS", "0")
+    with pytest.raises(ValueError, match="AVGPOOL_NUM_THREADS must be between 1 and 65536"):
+        avgpool.average_pool(X, DESC)
+
+
+def test_omp_num_threads_is_the_default():
+    code = "import avgpool; print(avgpool.info()['max_threads'])"
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "OMP_NUM_THREADS": "3"},
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert out == ("3" if avgpool.info()["openmp"] else "1")
+
+
+def test_concurrent_python_threads():
+    """8 Python threads, each with its own input, op, layout and thread count, at once."""
+    rng = np.random.default_rng(1)
+    jobs = []
+    for i in range(8):
+        x = rng.standard_normal((2, 16 + i, 23, 31)).astype(np.float32)
+        if i % 2:
+            desc = avgpool.AveragePoolingDesc((3, 2), (2, 1), (1, 0), (1, 1), include_padding=i % 4 == 1)
+            ref = ref_average_pool(x.astype(np.float64), desc.window_size, desc.strides,
+                                   desc.start_padding, desc.end_padding, desc.dilations,
+                                   desc.include_padding)
+            fn = lambda x=x, desc=desc, n=i % 3 + 1: avgpool.average_pool(x, desc, num_threads=n)
+        else:
+            ref = ref_adaptive_average_pool(x.astype(np.float64), (5, 7))
+            xl = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+            fn = lambda xl=xl, n=i % 3 + 1: np.moveaxis(
+                avgpool.adaptive_average_pool(xl, (5, 7), layout="NHWC", num_threads=n), -1, 1)
+        jobs.append((fn, ref))
+
+    def work(job):
+        fn, ref = job
+        for _ in range(20):
+            np.testing.assert_allclose(fn(), ref, rtol=1e-5, atol=1e-5)
+        return True
+
+    with ThreadPoolExecutor(8) as pool:
+        assert all(pool.map(work, jobs))
