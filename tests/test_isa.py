@@ -87,9 +87,10 @@ def test_adaptive_matches_scalar(simd, rank, layout, c, data, dtype, seed):
 
 @pytest.mark.skipif(not SIMD, reason="no SIMD path on this CPU")
 @pytest.mark.parametrize("simd", SIMD)
-@pytest.mark.parametrize("k", [8, 15, 33, 64])
+@pytest.mark.parametrize("k", [5, 8, 15, 33, 64])
 @pytest.mark.parametrize("include_padding", [False, True])
-def test_large_window_accuracy(simd, k, include_padding):
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_large_window_accuracy(simd, k, include_padding, layout):
     """Running sums stay within 1e-5 of the float64 result, relative to the mean |x| of the
     window, over values of mixed sign spanning 7 orders of magnitude, with inf and NaN."""
     rng = np.random.default_rng(k)
@@ -97,12 +98,17 @@ def test_large_window_accuracy(simd, k, include_padding):
     x = (rng.standard_normal(shape) * np.exp(rng.uniform(-8, 8, shape))).astype(np.float32)
     x[0, 0, k, k + 3] = np.inf
     x[0, 1, 5, k + 20] = np.nan
+    if layout == "NHWC":
+        x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
     p = k // 2
     desc = avgpool.AveragePoolingDesc((k, k), (1, 1), (p, p), (p, p),
                                       include_padding=include_padding)
-    ref = _run_on("scalar", lambda: avgpool.average_pool(x.astype(np.float64), desc))
-    ref_abs = _run_on("scalar", lambda: avgpool.average_pool(np.abs(x).astype(np.float64), desc))
-    got = _run_on(simd, lambda: avgpool.average_pool(x, desc)).astype(np.float64)
+
+    def pool(a):
+        return lambda: avgpool.average_pool(a, desc, layout=layout)
+    ref = _run_on("scalar", pool(x.astype(np.float64)))
+    ref_abs = _run_on("scalar", pool(np.abs(x).astype(np.float64)))
+    got = _run_on(simd, pool(x)).astype(np.float64)
     assert np.array_equal(np.isnan(got), np.isnan(ref))
     assert np.array_equal(np.isinf(got), np.isinf(ref))
     finite = np.isfinite(ref)
