@@ -1,12 +1,19 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
 """Typed bridge from Python to the C core (csrc/include/avgpool.h).
 
-Descriptors are validated once, when built, into C structs; a call checks
-only the tensor, then runs the C entry point with the GIL released. Every
+Descriptors are validated once, when built, into C structs; a call (one
+`run`) checks the array, the layout, `out` and the thread count, allocates the
+output and runs the C entry point with the GIL released. Every
 C status becomes a ValueError / TypeError / MemoryError naming the argument
 and the rule it broke.
 """
 from libc.stdint cimport int64_t, uint16_t
+from libc.stdlib cimport getenv
+
+cimport numpy as cnp
+import numpy as np
+
+cnp.import_array()
 
 DTYPE_F32 = <int>AP_DTYPE_F32
 DTYPE_F64 = <int>AP_DTYPE_F64
@@ -15,10 +22,106 @@ DTYPE_BF16 = <int>AP_DTYPE_BF16
 LAYOUT_NCHW = <int>AP_LAYOUT_NCHW
 LAYOUT_NHWC = <int>AP_LAYOUT_NHWC
 
-ctypedef fused element:
-    float
-    double
-    uint16_t
+# bfloat16 comes from ml_dtypes as a user-defined numpy dtype; avgpool._api registers it.
+cdef int _bf16_type = -1
+
+
+def register_bfloat16(dtype):
+    """Tell the bridge which numpy type number is ml_dtypes.bfloat16."""
+    global _bf16_type
+    _bf16_type = np.dtype(dtype).num
+
+
+cdef int _dtype_code(cnp.ndarray a):
+    """The core's dtype of a native-byte-order array, or -1."""
+    cdef int t = cnp.PyArray_TYPE(a)
+    if t == cnp.NPY_FLOAT32:
+        return AP_DTYPE_F32
+    if t == cnp.NPY_FLOAT64:
+        return AP_DTYPE_F64
+    if t == cnp.NPY_FLOAT16:
+        return AP_DTYPE_F16
+    if t == _bf16_type:
+        return AP_DTYPE_BF16
+    return -1
+
+
+cdef int _layout(layout) except -1:
+    if layout == "NCHW":
+        return AP_LAYOUT_NCHW
+    if layout == "NHWC":
+        return AP_LAYOUT_NHWC
+    raise ValueError(
+        f"layout must be 'NCHW' (channels first) or 'NHWC' (channels last), got {layout!r}")
+
+
+cdef int _threads(num_threads) except -1:
+    """num_threads, else AVGPOOL_NUM_THREADS, else 0 (the OpenMP default: OMP_NUM_THREADS)."""
+    cdef const char *env
+    cdef str name = "num_threads"
+    if num_threads is None:
+        env = getenv(b"AVGPOOL_NUM_THREADS")
+        if env == NULL or env[0] == 0:
+            return 0
+        name = "AVGPOOL_NUM_THREADS"
+        try:
+            n = int(env.decode())
+        except ValueError:
+            raise ValueError(
+                f"AVGPOOL_NUM_THREADS must be a positive integer, got {env.decode()!r}") from None
+    elif isinstance(num_threads, bool):
+        raise TypeError(f"num_threads must be an integer, got bool {num_threads!r}")
+    else:
+        try:
+            n = operator_index(num_threads)
+        except TypeError:
+            raise TypeError(f"num_threads must be an integer, got "
+                            f"{type(num_threads).__name__} {num_threads!r}") from None
+    if not 1 <= n <= 65536:
+        raise ValueError(f"{name} must be between 1 and 65536, got {n}")
+    return n
+
+
+from operator import index as operator_index
+
+
+cdef cnp.ndarray _output(cnp.ndarray a, tuple shape, out):
+    """A new output array, or `out` checked against shape, dtype, layout and overlap."""
+    cdef cnp.ndarray y
+    cdef cnp.npy_intp dims[5]
+    cdef int i
+    if out is None:
+        for i in range(len(shape)):
+            dims[i] = shape[i]
+        return cnp.PyArray_EMPTY(len(shape), dims, cnp.PyArray_TYPE(a), 0)
+    if type(out) is not np.ndarray:
+        raise TypeError(f"out must be a numpy.ndarray, got {type(out).__name__}")
+    if out.shape != shape:
+        raise ValueError(f"out has shape {out.shape}, expected {shape}")
+    dtype = (<object>a).dtype
+    if out.dtype != dtype:
+        raise ValueError(f"out has dtype {out.dtype}, expected {dtype} (the dtype of x)")
+    y = out
+    if not cnp.PyArray_IS_C_CONTIGUOUS(y):
+        raise ValueError("out must be C-contiguous")
+    if not cnp.PyArray_ISWRITEABLE(y):
+        raise ValueError("out must be writeable")
+    if np.may_share_memory(a, y):
+        raise ValueError("out must not overlap x")
+    return y
+
+
+cdef cnp.ndarray _prepare(x):
+    """x as a native-byte-order, C-contiguous ndarray of a supported dtype."""
+    cdef cnp.ndarray a = x
+    if not cnp.PyArray_ISNOTSWAPPED(a):
+        a = x.astype(x.dtype.newbyteorder("="))  # byte-swapped data: a native copy
+    if _dtype_code(a) < 0:
+        raise TypeError(
+            f"x: dtype {x.dtype} is not supported; use float32, float64, float16 or bfloat16")
+    if not cnp.PyArray_IS_C_CONTIGUOUS(a):
+        a = np.ascontiguousarray(a)
+    return a
 
 # The argument each status is about, for error messages.
 cdef dict _STATUS_ARGUMENT = {
@@ -156,30 +259,34 @@ cdef class PoolDesc:
                     _raise(status, f"spatial axis {a}", "output_sizes/strides")
         _raise(status)
 
-    def output_shape(self, tuple shape, int layout):
+    def output_shape(self, tuple shape, layout):
         cdef ap_tensor_desc t
         cdef int64_t out[3]
-        _tensor(&t, shape, self.c.rank, layout)
+        _tensor(&t, shape, self.c.rank, _layout(layout))
         cdef ap_status s = ap_pool_output_sizes(&self.c, &t, out)
         if s != AP_OK:
             self._fail(s, &t)
         return _shape(&t, out)
 
-    def __call__(self, x, y, int dtype, int layout, int num_threads):
-        """Pool C-contiguous x into y (same dtype; uint16 views for 16-bit types)."""
+    def run(self, x, layout, out, num_threads):
+        """Pool the ndarray x into out (or a new array); validates everything but the desc."""
+        cdef cnp.ndarray a = _prepare(x)
         cdef ap_tensor_desc t
-        _tensor(&t, x.shape, self.c.rank, layout)
-        x = x.reshape(-1)
-        y = y.reshape(-1)
-        cdef ap_status s
-        if dtype == AP_DTYPE_F32:
-            s = _pool[float](&self.c, &t, <ap_dtype>dtype, x, y, num_threads)
-        elif dtype == AP_DTYPE_F64:
-            s = _pool[double](&self.c, &t, <ap_dtype>dtype, x, y, num_threads)
-        else:
-            s = _pool[uint16_t](&self.c, &t, <ap_dtype>dtype, x, y, num_threads)
+        cdef int64_t sizes[3]
+        cdef ap_dtype dtype = <ap_dtype>_dtype_code(a)
+        _tensor(&t, (<object>a).shape, self.c.rank, _layout(layout))
+        cdef ap_status s = ap_pool_output_sizes(&self.c, &t, sizes)
         if s != AP_OK:
             self._fail(s, &t)
+        cdef cnp.ndarray y = _output(a, _shape(&t, sizes), out)
+        cdef int nt = _threads(num_threads)
+        cdef const void *xp = cnp.PyArray_DATA(a)
+        cdef void *yp = cnp.PyArray_DATA(y)
+        with nogil:
+            s = ap_avgpool(&self.c, &t, dtype, xp, yp, nt)
+        if s != AP_OK:
+            self._fail(s, &t)
+        return y
 
 
 cdef class AdaptiveDesc:
@@ -190,46 +297,31 @@ cdef class AdaptiveDesc:
         self.c.rank = len(output_sizes)
         _fill(self.c.output_sizes, output_sizes)
 
-    def output_shape(self, tuple shape, int layout):
+    def output_shape(self, tuple shape, layout):
         cdef ap_tensor_desc t
         cdef int64_t out[3]
-        _tensor(&t, shape, self.c.rank, layout)
+        _tensor(&t, shape, self.c.rank, _layout(layout))
         cdef ap_status s = ap_adaptive_output_sizes(&self.c, &t, out)
         if s != AP_OK:
             _raise(s, "", "output_sizes" if s == AP_ERR_OVERFLOW else None)
         return _shape(&t, out)
 
-    def __call__(self, x, y, int dtype, int layout, int num_threads):
+    def run(self, x, layout, out, num_threads):
+        """Pool the ndarray x into out (or a new array); validates everything but the desc."""
+        cdef cnp.ndarray a = _prepare(x)
         cdef ap_tensor_desc t
-        _tensor(&t, x.shape, self.c.rank, layout)
-        x = x.reshape(-1)
-        y = y.reshape(-1)
-        cdef ap_status s
-        if dtype == AP_DTYPE_F32:
-            s = _adaptive[float](&self.c, &t, <ap_dtype>dtype, x, y, num_threads)
-        elif dtype == AP_DTYPE_F64:
-            s = _adaptive[double](&self.c, &t, <ap_dtype>dtype, x, y, num_threads)
-        else:
-            s = _adaptive[uint16_t](&self.c, &t, <ap_dtype>dtype, x, y, num_threads)
+        cdef int64_t sizes[3]
+        cdef ap_dtype dtype = <ap_dtype>_dtype_code(a)
+        _tensor(&t, (<object>a).shape, self.c.rank, _layout(layout))
+        cdef ap_status s = ap_adaptive_output_sizes(&self.c, &t, sizes)
+        if s != AP_OK:
+            _raise(s, "", "output_sizes" if s == AP_ERR_OVERFLOW else None)
+        cdef cnp.ndarray y = _output(a, _shape(&t, sizes), out)
+        cdef int nt = _threads(num_threads)
+        cdef const void *xp = cnp.PyArray_DATA(a)
+        cdef void *yp = cnp.PyArray_DATA(y)
+        with nogil:
+            s = ap_adaptive_avgpool(&self.c, &t, dtype, xp, yp, nt)
         if s != AP_OK:
             _raise(s)
-
-
-cdef ap_status _pool(const ap_pool_desc *d, const ap_tensor_desc *t, ap_dtype dtype,
-                     const element[::1] x, element[::1] y, int num_threads) noexcept:
-    cdef const void *xp = &x[0] if x.shape[0] else NULL
-    cdef void *yp = &y[0] if y.shape[0] else NULL
-    cdef ap_status s
-    with nogil:
-        s = ap_avgpool(d, t, dtype, xp, yp, num_threads)
-    return s
-
-
-cdef ap_status _adaptive(const ap_adaptive_desc *d, const ap_tensor_desc *t, ap_dtype dtype,
-                         const element[::1] x, element[::1] y, int num_threads) noexcept:
-    cdef const void *xp = &x[0] if x.shape[0] else NULL
-    cdef void *yp = &y[0] if y.shape[0] else NULL
-    cdef ap_status s
-    with nogil:
-        s = ap_adaptive_avgpool(d, t, dtype, xp, yp, num_threads)
-    return s
+        return y

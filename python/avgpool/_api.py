@@ -5,24 +5,18 @@ The one place where arrays meet descriptors; every front end ends here.
 
 from __future__ import annotations
 
-import os
+from functools import lru_cache
 
 import ml_dtypes
 import numpy as np
 
 from . import _core
-from ._desc import AdaptiveAveragePoolingDesc, AveragePoolingDesc, as_int, layout_code
+from ._desc import AdaptiveAveragePoolingDesc, AveragePoolingDesc
 
 __all__ = ["average_pool", "adaptive_average_pool"]
 
 _BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
-_UINT16 = np.dtype(np.uint16)
-_DTYPE_CODES = {
-    np.dtype(np.float32): _core.DTYPE_F32,
-    np.dtype(np.float64): _core.DTYPE_F64,
-    np.dtype(np.float16): _core.DTYPE_F16,
-    _BFLOAT16: _core.DTYPE_BF16,
-}
+_core.register_bfloat16(_BFLOAT16)
 
 
 def _is_torch(x) -> bool:
@@ -37,8 +31,8 @@ def _torch_to_numpy(t):
     if t.device.type != "cpu":
         raise ValueError(f"x: only CPU tensors are supported, got device {t.device}")
     if t.dtype == torch.bfloat16:
-        return np.from_dlpack(t.view(torch.int16)).view(_BFLOAT16)
-    return np.from_dlpack(t)
+        return t.view(torch.int16).numpy().view(_BFLOAT16)
+    return t.numpy()
 
 
 def _numpy_to_torch(a):
@@ -67,68 +61,12 @@ def as_array(x) -> np.ndarray:
     )
 
 
-def _threads(num_threads) -> int:
-    """num_threads, else AVGPOOL_NUM_THREADS, else 0 (the OpenMP default: OMP_NUM_THREADS)."""
-    if num_threads is None:
-        env = os.environ.get("AVGPOOL_NUM_THREADS")
-        if not env:
-            return 0
-        try:
-            num_threads = int(env)
-        except ValueError:
-            raise ValueError(f"AVGPOOL_NUM_THREADS must be a positive integer, got {env!r}") from None
-        name = "AVGPOOL_NUM_THREADS"
-    else:
-        num_threads = as_int(num_threads, "num_threads")
-        name = "num_threads"
-    if not 1 <= num_threads <= 1 << 16:
-        raise ValueError(f"{name} must be between 1 and 65536, got {num_threads}")
-    return num_threads
-
-
 def _run(core_desc, x, layout, out, num_threads):
-    """Validate x and out, then run the core descriptor ``core_desc`` on them."""
-    torch_in = _is_torch(x)
-    a = as_array(x)
-    code = _DTYPE_CODES.get(a.dtype)
-    if code is None and a.dtype.byteorder == ">" and a.dtype.newbyteorder("=") in _DTYPE_CODES:
-        a = a.astype(a.dtype.newbyteorder("="))  # byte-swapped float data: a native copy
-        code = _DTYPE_CODES[a.dtype]
-    if code is None:
-        raise TypeError(
-            f"x: dtype {a.dtype} is not supported; use float32, float64, float16 or bfloat16"
-        )
-    layout_id = layout_code(layout)
-    try:
-        shape = core_desc.output_shape(a.shape, layout_id)
-    except OverflowError:
-        raise ValueError("x: a size overflows int64") from None
-    nthreads = _threads(num_threads)
-    if not a.flags.c_contiguous:
-        a = np.ascontiguousarray(a)
-    if out is None:
-        y = np.empty(shape, dtype=a.dtype)
-    else:
-        y = out
-        if type(y) is not np.ndarray:
-            raise TypeError(f"out must be a numpy.ndarray, got {type(y).__name__}")
-        if y.shape != shape:
-            raise ValueError(f"out has shape {y.shape}, expected {shape}")
-        if y.dtype != a.dtype:
-            raise ValueError(f"out has dtype {y.dtype}, expected {a.dtype} (the dtype of x)")
-        if not y.flags.c_contiguous:
-            raise ValueError("out must be C-contiguous")
-        if not y.flags.writeable:
-            raise ValueError("out must be writeable")
-        if np.may_share_memory(a, y):
-            raise ValueError("out must not overlap x")
-    if code in (_core.DTYPE_F16, _core.DTYPE_BF16):
-        core_desc(a.view(_UINT16), y.view(_UINT16), code, layout_id, nthreads)
-    else:
-        core_desc(a, y, code, layout_id, nthreads)
-    if out is None and torch_in:
-        return _numpy_to_torch(y)
-    return y
+    """Run a core descriptor on x; the Cython ``run`` checks everything else in one call."""
+    if type(x) is np.ndarray:
+        return core_desc.run(x, layout, out, num_threads)
+    y = core_desc.run(as_array(x), layout, out, num_threads)
+    return _numpy_to_torch(y) if out is None and _is_torch(x) else y
 
 
 def average_pool(x, desc: AveragePoolingDesc, *, layout: str = "NCHW", out=None, num_threads=None):
@@ -171,5 +109,18 @@ def adaptive_average_pool(x, desc_or_output_sizes, *, layout: str = "NCHW", out=
     """
     desc = desc_or_output_sizes
     if not isinstance(desc, AdaptiveAveragePoolingDesc):
-        desc = AdaptiveAveragePoolingDesc(desc)
+        desc = _adaptive_desc(tuple(desc) if isinstance(desc, list) else desc)
     return _run(desc._c, x, layout, out, num_threads)
+
+
+def _adaptive_desc(sizes):
+    """Descriptors for plain output sizes, built once per distinct tuple."""
+    try:
+        return _adaptive_cache(sizes)
+    except TypeError:  # unhashable: validate uncached
+        return AdaptiveAveragePoolingDesc(sizes)
+
+
+@lru_cache(maxsize=256)
+def _adaptive_cache(sizes):
+    return AdaptiveAveragePoolingDesc(sizes)

@@ -8,19 +8,7 @@ from typing import Optional, Sequence, Tuple
 
 from . import _core
 
-__all__ = ["AveragePoolingDesc", "AdaptiveAveragePoolingDesc", "layout_code"]
-
-_LAYOUTS = {"NCHW": _core.LAYOUT_NCHW, "NHWC": _core.LAYOUT_NHWC}
-
-
-def layout_code(layout: str) -> int:
-    """Map ``"NCHW"`` (channels first, any rank) / ``"NHWC"`` (channels last) to the core's code."""
-    try:
-        return _LAYOUTS[layout]
-    except (KeyError, TypeError):
-        raise ValueError(
-            f"layout must be 'NCHW' (channels first) or 'NHWC' (channels last), got {layout!r}"
-        ) from None
+__all__ = ["AveragePoolingDesc", "AdaptiveAveragePoolingDesc"]
 
 
 def as_int(value, name: str) -> int:
@@ -148,7 +136,7 @@ class AveragePoolingDesc:
 
     def output_shape(self, input_shape: Sequence[int], layout: str = "NCHW") -> Tuple[int, ...]:
         """Shape of the output for an input of ``input_shape`` in ``layout``."""
-        return self._c.output_shape(_shape_tuple(input_shape), layout_code(layout))
+        return self._c.output_shape(_shape_tuple(input_shape), layout)
 
 
 @dataclass(frozen=True)
@@ -187,7 +175,7 @@ class AdaptiveAveragePoolingDesc:
 
     def output_shape(self, input_shape: Sequence[int], layout: str = "NCHW") -> Tuple[int, ...]:
         """Shape of the output for an input of ``input_shape`` in ``layout``."""
-        return self._c.output_shape(_shape_tuple(input_shape), layout_code(layout))
+        return self._c.output_shape(_shape_tuple(input_shape), layout)
 
 
 def _shape_tuple(shape) -> Tuple[int, ...]:
