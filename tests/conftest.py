@@ -20,7 +20,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 # ---- every kernel path ------------------------------------------------------------------------
 # The whole suite runs once per instruction set this CPU supports (scalar, avx2, avx512 / neon),
-# or only the one AVGPOOL_ISA names. Tests are grouped by path and their ids end in [isa].
+# or only the one AVGPOOL_ISA names ("auto": the one the library picks). Tests are grouped by path
+# and their ids end in [isa].
 import pytest  # noqa: E402
 
 from avgpool import _core  # noqa: E402
@@ -39,8 +40,14 @@ def available_isas():
     return names
 
 
+# AVGPOOL_ISA unset: every path; "auto": only the one the library picks; else that one.
 _FORCED = os.environ.get("AVGPOOL_ISA", "")
-ISAS = [_FORCED] if _FORCED and _FORCED != "auto" else available_isas()
+if not _FORCED:
+    ISAS = available_isas()
+elif _FORCED == "auto":
+    ISAS = [_core.isa()]
+else:
+    ISAS = [_FORCED]
 
 
 @pytest.fixture(scope="session", params=ISAS, autouse=True)

@@ -24,11 +24,42 @@ __all__ = [
     "average_pool",
     "adaptive_average_pool",
     "info",
+    "get_include",
+    "get_library_dir",
+    "get_cmake_dir",
     "onnx",
     "openvino",
     "directml",
     "functional",
 ]
+
+
+def _package_path(*parts: str) -> str:
+    import os
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), *parts)
+    if not os.path.exists(path):
+        raise FileNotFoundError(
+            f"{path} does not exist: this installation of avgpool carries no C library "
+            "(wheels and `pip install .` do; an editable install does not)")
+    return path
+
+
+def get_include() -> str:
+    """Directory holding ``avgpool.h``, for C programs built against the installed package."""
+    return _package_path("include")
+
+
+def get_library_dir() -> str:
+    """Directory holding the shared C library ``libavgpool.so`` (and its pkg-config file under
+    ``pkgconfig/``)."""
+    return _package_path("lib")
+
+
+def get_cmake_dir() -> str:
+    """Directory holding ``avgpoolConfig.cmake``: pass it as ``-Davgpool_DIR=...`` to
+    ``find_package(avgpool CONFIG)``, which gives the target ``avgpool::avgpool``."""
+    return _package_path("lib", "cmake", "avgpool")
 
 
 def info() -> dict:
