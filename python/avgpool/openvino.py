@@ -5,10 +5,13 @@ Inputs are channels first, 3-D, 4-D or 5-D. Behaviour measured against OpenVINO 
 - ``rounding_type="ceil"`` keeps every window the ceil formula gives, even one starting in the
   right padding (NaN with ``exclude_pad=True``, 0 without); ``"ceil_torch"`` (AvgPool-14) drops a
   last window that would start in the right padding, as PyTorch does.
-- Without ``exclude_pad`` the divisor is the whole kernel, positions past the padded end included.
+- Without ``exclude_pad`` the divisor is the whole kernel, positions past the padded end included
+  — but only when some padding is non-zero: with all pads zero OpenVINO divides by the valid
+  positions (a ceil window past the input then gives NaN).
 - ``exclude_pad=True`` with a padding >= the kernel is rejected, as OpenVINO rejects it.
-- ``auto_pad="valid"`` uses zero pads and still applies ``rounding_type``; ``same_upper`` /
-  ``same_lower`` give ``ceil(in / stride)`` outputs whatever the rounding.
+- ``auto_pad="valid"`` uses zero pads, ``same_upper`` / ``same_lower`` the ONNX SAME pads; every
+  mode then applies ``rounding_type`` to the padded size (so ``same_*`` with ``ceil`` and a kernel
+  smaller than the stride gives ``ceil((in - kernel) / stride) + 1`` outputs, as OpenVINO does).
 - A ceil window that starts past the padded end (stride > kernel) gives NaN / 0 here; OpenVINO
   returns -0 there (an artefact of its kernel, not a documented result).
 """
@@ -72,21 +75,26 @@ def _pool_desc(spatial, kernel, strides, pads_begin, pads_end, exclude_pad, roun
     for a in range(rank):
         size, k, s = spatial[a], kernel[a], strides[a]
         if auto_pad in ("same_upper", "same_lower"):
-            pb, pe, out = same_padding(size, k, s, auto_pad == "same_upper")
+            pb, pe, _ = same_padding(size, k, s, auto_pad == "same_upper")
         else:
             pb, pe = (0, 0) if auto_pad == "valid" else (pads_begin[a], pads_end[a])
             if exclude_pad and (pb >= k or pe >= k):
                 raise ValueError(
                     f"pads_begin/pads_end: with exclude_pad every padding must be smaller than the "
                     f"kernel, got pads {pb}, {pe} for kernel {k} on spatial axis {a}")
-            out = pooled_size(size, k, s, pb, pe, rounding != "floor", "kernel", a)
-            if rounding == "ceil_torch" and (out - 1) * s >= size + pb:
-                out -= 1  # the last window would start in the right padding
+        # every auto_pad mode applies rounding_type to the padded size, as OpenVINO does
+        out = pooled_size(size, k, s, pb, pe, rounding != "floor", "kernel", a)
+        if rounding == "ceil_torch" and (out - 1) * s >= size + pb:
+            out -= 1  # the last window would start in the right padding
         begin.append(pb)
         end.append(pe)
         outs.append(out)
+    # Without any padding OpenVINO divides by the valid positions even when exclude_pad is
+    # False (a ceil window hanging past the input is not padded); with padding it divides by
+    # the whole kernel, positions past the padded end included.
+    padded = any(begin) or any(end)
     return AveragePoolingDesc(kernel, strides, tuple(begin), tuple(end),
-                              include_padding=not exclude_pad, output_sizes=tuple(outs),
+                              include_padding=padded and not exclude_pad, output_sizes=tuple(outs),
                               count_overhang=True)
 
 
