@@ -1,0 +1,43 @@
+# ctest helper: the dynamic symbols defined by the shared library must be
+# exactly the functions declared AP_API in avgpool.h.
+#   cmake -DNM=nm -DLIB=libavgpool.so -DHEADER=avgpool.h -P check_exports.cmake
+execute_process(COMMAND ${NM} -D --defined-only ${LIB}
+  OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "${NM} -D ${LIB} failed (${rc})")
+endif()
+string(REGEX MATCHALL "[^\n]+" lines "${out}")
+set(exported "")
+foreach(line IN LISTS lines)
+  if(line MATCHES "^[0-9a-fA-F]* *([A-Za-z]) ([^ @]+)")
+    set(kind ${CMAKE_MATCH_1})
+    set(name ${CMAKE_MATCH_2})
+    # Absolute symbols (A) are linker version nodes, not code or data.
+    if(NOT kind STREQUAL "A")
+      list(APPEND exported ${name})
+    endif()
+  endif()
+endforeach()
+
+file(READ ${HEADER} header)
+string(REGEX MATCHALL "AP_API[^;]*[ *](ap_[a-z0-9_]+)\\(" decls "${header}")
+set(declared "")
+foreach(d IN LISTS decls)
+  string(REGEX MATCH "(ap_[a-z0-9_]+)\\($" m "${d}")
+  list(APPEND declared ${CMAKE_MATCH_1})
+endforeach()
+
+list(SORT exported)
+list(SORT declared)
+list(LENGTH declared nd)
+if(nd EQUAL 0)
+  message(FATAL_ERROR "no AP_API declaration found in ${HEADER}")
+endif()
+if(NOT exported STREQUAL declared)
+  set(extra ${exported})
+  list(REMOVE_ITEM extra ${declared})
+  set(missing ${declared})
+  list(REMOVE_ITEM missing ${exported})
+  message(FATAL_ERROR "exported symbols differ from avgpool.h\n  not declared: ${extra}\n  missing: ${missing}")
+endif()
+message(STATUS "${nd} symbols exported, all declared AP_API in avgpool.h")

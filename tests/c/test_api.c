@@ -1,0 +1,761 @@
+/* test_api.c - the C API contract of avgpool.h and hand-computed results.
+ *
+ *   - every status code is produced by some invalid input, and
+ *     ap_status_string describes each;
+ *   - NULL pointers, sizes that overflow int64, nothing written on error;
+ *   - hand-computed results on every instruction set this machine runs:
+ *     block means, exclude vs include padding, adaptive windows,
+ *     count_overhang, divisor_override, empty windows, round-to-nearest-even
+ *     float16 / bfloat16 stores, channels-last vs channels-first.
+ *
+ * `test_api --bad-isa-env` is run with AVGPOOL_ISA naming no instruction set:
+ * every computing call must then fail with AP_ERR_ISA.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_util.h"
+
+#define N_STATUS (AP_ERR_ISA + 1)
+static int seen[N_STATUS]; /* status codes some invalid input produced */
+
+/* A call that must fail (or succeed) with `want`; records the code. */
+#define EXPECT(expr, want)                              \
+    do {                                                \
+        const ap_status e_got_ = (expr);                \
+        CHECK_STATUS(e_got_, want);                     \
+        if (e_got_ == (want)) seen[(int)(want)] = 1;    \
+    } while (0)
+
+static const int64_t BIG = INT64_C(1) << 62;
+
+static ap_tensor_desc tensor(int64_t n, int64_t c, int32_t rank, int64_t s0, int64_t s1,
+                             int64_t s2, ap_layout layout) {
+    ap_tensor_desc t;
+    memset(&t, 0, sizeof t);
+    t.batch = n, t.channels = c, t.rank = rank, t.layout = layout;
+    t.sizes[0] = s0, t.sizes[1] = s1, t.sizes[2] = s2;
+    return t;
+}
+
+/* Same window / stride / padding on every axis. */
+static ap_pool_desc pool(int32_t rank, int64_t k, int64_t s, int64_t pb, int64_t pe) {
+    ap_pool_desc d;
+    const int64_t w[3] = {k, k, k};
+    if (ap_pool_desc_init(&d, rank, w) != AP_OK) abort();
+    for (int a = 0; a < rank && a < AP_MAX_SPATIAL; ++a) {
+        d.strides[a] = s;
+        d.start_padding[a] = pb;
+        d.end_padding[a] = pe;
+    }
+    return d;
+}
+
+static ap_adaptive_desc adaptive(int32_t rank, int64_t o0, int64_t o1, int64_t o2) {
+    ap_adaptive_desc d;
+    memset(&d, 0, sizeof d);
+    d.rank = rank;
+    d.output_sizes[0] = o0, d.output_sizes[1] = o1, d.output_sizes[2] = o2;
+    return d;
+}
+
+static int64_t numel(const ap_tensor_desc *t, const int64_t *sizes) {
+    int64_t n = t->batch * t->channels;
+    for (int a = 0; a < t->rank; ++a) n *= sizes[a];
+    return n;
+}
+
+/* ---- status codes ----------------------------------------------------------- */
+
+static void test_status_strings(void) {
+    for (int s = 0; s < N_STATUS; ++s) {
+        const char *m = ap_status_string((ap_status)s);
+        CHECK(m && *m, "ap_status_string(%d) is empty", s);
+        for (int u = 0; u < s; ++u)
+            CHECK(strcmp(m, ap_status_string((ap_status)u)) != 0,
+                  "statuses %d and %d share the message \"%s\"", u, s, m);
+    }
+    const char *m = ap_status_string((ap_status)12345);
+    CHECK(m && *m, "ap_status_string(12345) is empty");
+}
+
+/* One invalid input (at least) per status code, and the valid neighbours. */
+static void test_invalid_inputs(void) {
+    const ap_tensor_desc t = tensor(1, 2, 2, 8, 8, 0, AP_LAYOUT_NCHW);
+    const ap_pool_desc d = pool(2, 2, 2, 0, 0);
+    float x[128] = {0}, y[32];
+    int64_t out[AP_MAX_SPATIAL];
+    EXPECT(ap_pool_output_sizes(&d, &t, out), AP_OK);
+    CHECK(out[0] == 4 && out[1] == 4, "8x8 k2 s2 gives %lldx%lld", (long long)out[0],
+          (long long)out[1]);
+    EXPECT(ap_avgpool(&d, &t, AP_DTYPE_F32, x, y, 1), AP_OK);
+
+    ap_tensor_desc tb;
+    ap_pool_desc db;
+    ap_adaptive_desc ab;
+    /* AP_ERR_RANK */
+    db = d, db.rank = 0;
+    EXPECT(ap_pool_output_sizes(&db, &t, out), AP_ERR_RANK);
+    db = d, db.rank = 4;
+    EXPECT(ap_avgpool(&db, &t, AP_DTYPE_F32, x, y, 1), AP_ERR_RANK);
+    tb = t, tb.rank = 1;
+    EXPECT(ap_avgpool(&d, &tb, AP_DTYPE_F32, x, y, 1), AP_ERR_RANK); /* desc and tensor differ */
+    tb = t, tb.rank = 3, tb.sizes[2] = 1;
+    EXPECT(ap_pool_output_sizes(&d, &tb, out), AP_ERR_RANK);
+    ab = adaptive(0, 1, 1, 1);
+    EXPECT(ap_adaptive_output_sizes(&ab, &t, out), AP_ERR_RANK);
+    ab = adaptive(-1, 1, 1, 1);
+    EXPECT(ap_adaptive_avgpool(&ab, &t, AP_DTYPE_F32, x, y, 1), AP_ERR_RANK);
+    const int64_t w[3] = {1, 1, 1};
+    EXPECT(ap_pool_desc_init(&db, 0, w), AP_ERR_RANK);
+    EXPECT(ap_pool_desc_init(&db, 4, w), AP_ERR_RANK);
+    /* AP_ERR_LAYOUT */
+    tb = t, tb.layout = (ap_layout)2;
+    EXPECT(ap_pool_output_sizes(&d, &tb, out), AP_ERR_LAYOUT);
+    tb = t, tb.layout = (ap_layout)-1;
+    EXPECT(ap_avgpool(&d, &tb, AP_DTYPE_F32, x, y, 1), AP_ERR_LAYOUT);
+    /* AP_ERR_DTYPE */
+    EXPECT(ap_avgpool(&d, &t, (ap_dtype)4, x, y, 1), AP_ERR_DTYPE);
+    EXPECT(ap_avgpool(&d, &t, (ap_dtype)-1, x, y, 1), AP_ERR_DTYPE);
+    ab = adaptive(2, 2, 2, 0);
+    EXPECT(ap_adaptive_avgpool(&ab, &t, (ap_dtype)7, x, y, 1), AP_ERR_DTYPE);
+    /* AP_ERR_TENSOR_SIZE */
+    tb = t, tb.batch = -1;
+    EXPECT(ap_avgpool(&d, &tb, AP_DTYPE_F32, x, y, 1), AP_ERR_TENSOR_SIZE);
+    tb = t, tb.channels = -5;
+    EXPECT(ap_pool_output_sizes(&d, &tb, out), AP_ERR_TENSOR_SIZE);
+    tb = t, tb.sizes[1] = 0;
+    EXPECT(ap_pool_output_sizes(&d, &tb, out), AP_ERR_TENSOR_SIZE);
+    tb = t, tb.sizes[0] = -3;
+    ab = adaptive(2, 2, 2, 0);
+    EXPECT(ap_adaptive_output_sizes(&ab, &tb, out), AP_ERR_TENSOR_SIZE);
+    /* AP_ERR_WINDOW */
+    db = d, db.window[1] = 0;
+    EXPECT(ap_avgpool(&db, &t, AP_DTYPE_F32, x, y, 1), AP_ERR_WINDOW);
+    db = d, db.window[0] = INT64_MIN;
+    EXPECT(ap_pool_output_sizes(&db, &t, out), AP_ERR_WINDOW);
+    /* AP_ERR_STRIDE */
+    db = d, db.strides[0] = 0;
+    EXPECT(ap_avgpool(&db, &t, AP_DTYPE_F32, x, y, 1), AP_ERR_STRIDE);
+    db = d, db.strides[1] = -2;
+    EXPECT(ap_pool_output_sizes(&db, &t, out), AP_ERR_STRIDE);
+    /* AP_ERR_DILATION */
+    db = d, db.dilations[1] = 0;
+    EXPECT(ap_avgpool(&db, &t, AP_DTYPE_F32, x, y, 1), AP_ERR_DILATION);
+    /* AP_ERR_PADDING */
+    db = d, db.start_padding[0] = -1;
+    EXPECT(ap_avgpool(&db, &t, AP_DTYPE_F32, x, y, 1), AP_ERR_PADDING);
+    db = d, db.end_padding[1] = -1;
+    EXPECT(ap_pool_output_sizes(&db, &t, out), AP_ERR_PADDING);
+    /* AP_ERR_WINDOW_TOO_LARGE: effective window > padded input */
+    db = d, db.window[1] = 9;
+    EXPECT(ap_avgpool(&db, &t, AP_DTYPE_F32, x, y, 1), AP_ERR_WINDOW_TOO_LARGE);
+    db = d, db.window[1] = 3, db.dilations[1] = 4; /* ek = 9 */
+    EXPECT(ap_pool_output_sizes(&db, &t, out), AP_ERR_WINDOW_TOO_LARGE);
+    db.end_padding[1] = 1; /* 9 <= 8 + 1 */
+    EXPECT(ap_pool_output_sizes(&db, &t, out), AP_OK);
+    CHECK(out[1] == 1, "ek 9 over padded 9 gives %lld outputs", (long long)out[1]);
+    /* AP_ERR_OUTPUT_SIZE */
+    db = d, db.output_sizes[0] = -1;
+    EXPECT(ap_avgpool(&db, &t, AP_DTYPE_F32, x, y, 1), AP_ERR_OUTPUT_SIZE);
+    db = d, db.output_sizes[0] = 5; /* window 4 would start at 8 = in + pe */
+    EXPECT(ap_pool_output_sizes(&db, &t, out), AP_ERR_OUTPUT_SIZE);
+    db.count_overhang = 1; /* OpenVINO ceil rounding keeps it */
+    EXPECT(ap_pool_output_sizes(&db, &t, out), AP_OK);
+    CHECK(out[0] == 5 && out[1] == 4, "explicit output sizes %lldx%lld", (long long)out[0],
+          (long long)out[1]);
+    db = d, db.output_sizes[1] = 4, db.end_padding[1] = 1;
+    EXPECT(ap_pool_output_sizes(&db, &t, out), AP_OK);
+    ab = adaptive(2, 3, 0, 0);
+    EXPECT(ap_adaptive_output_sizes(&ab, &t, out), AP_ERR_OUTPUT_SIZE);
+    ab = adaptive(2, -1, 3, 0);
+    EXPECT(ap_adaptive_avgpool(&ab, &t, AP_DTYPE_F32, x, y, 1), AP_ERR_OUTPUT_SIZE);
+    ab = adaptive(2, 20, 3, 0); /* more outputs than inputs: overlapping windows */
+    EXPECT(ap_adaptive_output_sizes(&ab, &t, out), AP_OK);
+    /* AP_ERR_OVERFLOW: see test_overflow */
+    tb = tensor(1, 1, 2, BIG, BIG, 0, AP_LAYOUT_NCHW);
+    EXPECT(ap_pool_output_sizes(&d, &tb, out), AP_ERR_OVERFLOW);
+    /* AP_ERR_OUT_OF_MEMORY: an empty batch with 2^60 outputs along an axis
+     * is valid, but its per-axis plan tables (24 bytes per output) cannot be
+     * allocated. Nothing is allocated: the size alone exceeds the address
+     * space. */
+    tb = tensor(0, 3, 1, 1, 0, 0, AP_LAYOUT_NCHW);
+    ab = adaptive(1, INT64_C(1) << 60, 0, 0);
+    EXPECT(ap_adaptive_output_sizes(&ab, &tb, out), AP_OK);
+    EXPECT(ap_adaptive_avgpool(&ab, &tb, AP_DTYPE_F32, NULL, NULL, 1), AP_ERR_OUT_OF_MEMORY);
+    db = pool(1, 1, 1, 0, 0);
+    db.output_sizes[0] = INT64_C(1) << 60, db.count_overhang = 1;
+    EXPECT(ap_avgpool(&db, &tb, AP_DTYPE_F32, NULL, NULL, 1), AP_ERR_OUT_OF_MEMORY);
+    /* AP_ERR_ISA */
+    EXPECT(ap_set_isa("no-such-isa"), AP_ERR_ISA);
+    EXPECT(ap_set_isa("AVX2 "), AP_ERR_ISA);
+#if defined(__x86_64__) || defined(_M_X64)
+    EXPECT(ap_set_isa("neon"), AP_ERR_ISA);
+#elif defined(__aarch64__)
+    EXPECT(ap_set_isa("avx2"), AP_ERR_ISA);
+#endif
+    CHECK_STATUS(ap_set_isa(NULL), AP_OK);
+    CHECK_STATUS(ap_set_isa(""), AP_OK);
+    CHECK_STATUS(ap_set_isa("auto"), AP_OK);
+}
+
+static void check_all_statuses_seen(void) {
+    for (int s = 1; s < N_STATUS; ++s)
+        CHECK(seen[s], "no invalid input produced status %d (%s)", s,
+              ap_status_string((ap_status)s));
+}
+
+/* ---- NULL pointers, nothing written on error ------------------------------- */
+
+static void test_null_pointers(void) {
+    const ap_tensor_desc t = tensor(1, 1, 1, 6, 0, 0, AP_LAYOUT_NCHW);
+    const ap_pool_desc d = pool(1, 2, 2, 0, 0);
+    const ap_adaptive_desc a = adaptive(1, 3, 0, 0);
+    float x[6] = {1, 2, 3, 4, 5, 6}, y[3];
+    double xd[6] = {0}, yd[3];
+    uint16_t xh[6] = {0}, yh[3];
+    int64_t out[AP_MAX_SPATIAL];
+    const int64_t w[1] = {2};
+    ap_pool_desc dd;
+
+    EXPECT(ap_pool_desc_init(NULL, 1, w), AP_ERR_NULL_POINTER);
+    EXPECT(ap_pool_desc_init(&dd, 1, NULL), AP_ERR_NULL_POINTER);
+    EXPECT(ap_pool_output_sizes(NULL, &t, out), AP_ERR_NULL_POINTER);
+    EXPECT(ap_pool_output_sizes(&d, NULL, out), AP_ERR_NULL_POINTER);
+    EXPECT(ap_pool_output_sizes(&d, &t, NULL), AP_ERR_NULL_POINTER);
+    EXPECT(ap_adaptive_output_sizes(NULL, &t, out), AP_ERR_NULL_POINTER);
+    EXPECT(ap_adaptive_output_sizes(&a, NULL, out), AP_ERR_NULL_POINTER);
+    EXPECT(ap_adaptive_output_sizes(&a, &t, NULL), AP_ERR_NULL_POINTER);
+    EXPECT(ap_avgpool(NULL, &t, AP_DTYPE_F32, x, y, 1), AP_ERR_NULL_POINTER);
+    EXPECT(ap_avgpool(&d, NULL, AP_DTYPE_F32, x, y, 1), AP_ERR_NULL_POINTER);
+    EXPECT(ap_avgpool(&d, &t, AP_DTYPE_F32, NULL, y, 1), AP_ERR_NULL_POINTER);
+    EXPECT(ap_avgpool(&d, &t, AP_DTYPE_F32, x, NULL, 1), AP_ERR_NULL_POINTER);
+    EXPECT(ap_adaptive_avgpool(NULL, &t, AP_DTYPE_F32, x, y, 1), AP_ERR_NULL_POINTER);
+    EXPECT(ap_adaptive_avgpool(&a, NULL, AP_DTYPE_F32, x, y, 1), AP_ERR_NULL_POINTER);
+    EXPECT(ap_adaptive_avgpool(&a, &t, AP_DTYPE_F32, NULL, y, 1), AP_ERR_NULL_POINTER);
+    EXPECT(ap_adaptive_avgpool(&a, &t, AP_DTYPE_F32, x, NULL, 1), AP_ERR_NULL_POINTER);
+    EXPECT(ap_avgpool_f32(&d, &t, NULL, y, 1), AP_ERR_NULL_POINTER);
+    EXPECT(ap_avgpool_f64(&d, &t, xd, NULL, 1), AP_ERR_NULL_POINTER);
+    EXPECT(ap_avgpool_f16(NULL, &t, xh, yh, 1), AP_ERR_NULL_POINTER);
+    EXPECT(ap_avgpool_bf16(&d, NULL, xh, yh, 1), AP_ERR_NULL_POINTER);
+    EXPECT(ap_adaptive_avgpool_f32(&a, &t, x, NULL, 1), AP_ERR_NULL_POINTER);
+    EXPECT(ap_adaptive_avgpool_f64(&a, &t, NULL, yd, 1), AP_ERR_NULL_POINTER);
+    EXPECT(ap_adaptive_avgpool_f16(&a, &t, NULL, yh, 1), AP_ERR_NULL_POINTER);
+    EXPECT(ap_adaptive_avgpool_bf16(NULL, &t, xh, yh, 1), AP_ERR_NULL_POINTER);
+    /* An invalid descriptor is reported before a NULL buffer. */
+    ap_pool_desc bad = d;
+    bad.strides[0] = 0;
+    EXPECT(ap_avgpool(&bad, &t, AP_DTYPE_F32, NULL, NULL, 1), AP_ERR_STRIDE);
+
+    /* Empty tensors need no buffers. */
+    ap_tensor_desc e = t;
+    e.batch = 0;
+    CHECK_STATUS(ap_avgpool(&d, &e, AP_DTYPE_F32, NULL, NULL, 1), AP_OK);
+    CHECK_STATUS(ap_adaptive_avgpool_bf16(&a, &e, NULL, NULL, 0), AP_OK);
+    e = t, e.channels = 0;
+    CHECK_STATUS(ap_avgpool_f16(&d, &e, NULL, NULL, 4), AP_OK);
+    e = tensor(0, 7, 3, 5, 6, 7, AP_LAYOUT_NHWC);
+    const ap_pool_desc d3 = pool(3, 2, 1, 1, 1);
+    CHECK_STATUS(ap_avgpool_f64(&d3, &e, NULL, NULL, 1), AP_OK);
+
+    /* Nothing is written on error: out sizes and output buffer untouched. */
+    for (int i = 0; i < 3; ++i) y[i] = -7.0f, out[i] = -7;
+    EXPECT(ap_avgpool_f32(&d, &t, NULL, y, 1), AP_ERR_NULL_POINTER);
+    EXPECT(ap_avgpool_f32(&bad, &t, x, y, 1), AP_ERR_STRIDE);
+    EXPECT(ap_pool_output_sizes(&bad, &t, out), AP_ERR_STRIDE);
+    for (int i = 0; i < 3; ++i)
+        CHECK(y[i] == -7.0f && out[i] == -7, "element %d written on error", i);
+    /* Success writes out_sizes[0 .. rank-1] only. */
+    CHECK_STATUS(ap_pool_output_sizes(&d, &t, out), AP_OK);
+    CHECK(out[0] == 3 && out[1] == -7 && out[2] == -7, "out sizes %lld %lld %lld",
+          (long long)out[0], (long long)out[1], (long long)out[2]);
+}
+
+/* ---- sizes that overflow int64 ---------------------------------------------- */
+
+static void test_overflow(void) {
+    int64_t out[AP_MAX_SPATIAL];
+    float x[4] = {0}, y[4];
+    ap_tensor_desc t;
+    ap_pool_desc d;
+    ap_adaptive_desc a;
+    /* spatial product */
+    t = tensor(1, 1, 3, INT64_C(1) << 30, INT64_C(1) << 30, INT64_C(1) << 30, AP_LAYOUT_NCHW);
+    d = pool(3, 1, 1, 0, 0);
+    EXPECT(ap_pool_output_sizes(&d, &t, out), AP_ERR_OVERFLOW);
+    EXPECT(ap_avgpool(&d, &t, AP_DTYPE_F32, x, y, 1), AP_ERR_OVERFLOW);
+    /* elements x 8 bytes: 2^59 elements fit, 2^60 do not */
+    t = tensor(INT64_C(1) << 59, 1, 1, 1, 0, 0, AP_LAYOUT_NHWC);
+    d = pool(1, 1, 1, 0, 0);
+    EXPECT(ap_pool_output_sizes(&d, &t, out), AP_OK);
+    t.batch = INT64_C(1) << 60;
+    EXPECT(ap_pool_output_sizes(&d, &t, out), AP_ERR_OVERFLOW);
+    t = tensor(INT64_C(1) << 30, INT64_C(1) << 30, 1, 16, 0, 0, AP_LAYOUT_NCHW);
+    EXPECT(ap_avgpool(&d, &t, AP_DTYPE_F64, x, y, 1), AP_ERR_OVERFLOW);
+    t = tensor(INT64_MAX, INT64_MAX, 1, 1, 0, 0, AP_LAYOUT_NCHW);
+    EXPECT(ap_adaptive_avgpool(&(ap_adaptive_desc){1, {1, 0, 0}}, &t, AP_DTYPE_F32, x, y, 1),
+           AP_ERR_OVERFLOW);
+    /* effective window (k - 1) * d + 1 */
+    t = tensor(1, 1, 1, 4, 0, 0, AP_LAYOUT_NCHW);
+    d = pool(1, BIG, 1, 0, 0);
+    d.dilations[0] = 4;
+    EXPECT(ap_pool_output_sizes(&d, &t, out), AP_ERR_OVERFLOW);
+    d = pool(1, 2, 1, 0, 0);
+    d.dilations[0] = INT64_MAX;
+    EXPECT(ap_avgpool(&d, &t, AP_DTYPE_F32, x, y, 1), AP_ERR_OVERFLOW);
+    /* padded input in + pb + pe */
+    d = pool(1, 1, 1, INT64_MAX, 1);
+    EXPECT(ap_pool_output_sizes(&d, &t, out), AP_ERR_OVERFLOW);
+    d = pool(1, 1, 1, BIG, BIG);
+    EXPECT(ap_pool_output_sizes(&d, &t, out), AP_ERR_OVERFLOW);
+    /* last window: (out - 1) * s, and its last tap (out - 1) * s + ek */
+    d = pool(1, 1, 4, 0, 0);
+    d.output_sizes[0] = BIG, d.count_overhang = 1;
+    EXPECT(ap_pool_output_sizes(&d, &t, out), AP_ERR_OVERFLOW);
+    d = pool(1, 4, 4, 0, 0);
+    d.output_sizes[0] = INT64_C(1) << 61, d.count_overhang = 1;
+    EXPECT(ap_pool_output_sizes(&d, &t, out), AP_ERR_OVERFLOW);
+    /* default output size with a huge stride: one window */
+    d = pool(1, 1, INT64_MAX, 0, 0);
+    EXPECT(ap_pool_output_sizes(&d, &t, out), AP_OK);
+    CHECK(out[0] == 1, "stride INT64_MAX gives %lld outputs", (long long)out[0]);
+    /* output elements: product of huge explicit output sizes */
+    t = tensor(1, 1, 3, 1, 1, 1, AP_LAYOUT_NCHW);
+    a = adaptive(3, INT64_C(1) << 21, INT64_C(1) << 21, INT64_C(1) << 22);
+    EXPECT(ap_adaptive_output_sizes(&a, &t, out), AP_ERR_OVERFLOW);
+    a = adaptive(3, INT64_C(1) << 20, INT64_C(1) << 20, INT64_C(1) << 20);
+    t.batch = INT64_C(1) << 4;
+    EXPECT(ap_adaptive_avgpool(&a, &t, AP_DTYPE_F32, x, y, 1), AP_ERR_OVERFLOW);
+    /* adaptive window ends ((o + 1) * in + out - 1) / out */
+    t = tensor(1, 1, 1, 2, 0, 0, AP_LAYOUT_NCHW);
+    a = adaptive(1, BIG, 0, 0);
+    EXPECT(ap_adaptive_output_sizes(&a, &t, out), AP_ERR_OVERFLOW);
+    t = tensor(1, 1, 1, INT64_C(1) << 59, 0, 0, AP_LAYOUT_NCHW);
+    a = adaptive(1, 3, 0, 0);
+    EXPECT(ap_adaptive_output_sizes(&a, &t, out), AP_OK);
+    CHECK(out[0] == 3, "adaptive 2^59 -> 3 gives %lld", (long long)out[0]);
+}
+
+/* ---- hand-computed results ---------------------------------------------------- */
+
+static ap_dtype const DTYPES[4] = {AP_DTYPE_F32, AP_DTYPE_F64, AP_DTYPE_F16, AP_DTYPE_BF16};
+
+/* Relative tolerance of one rounding to dtype after a float32 sum. */
+static double rel_tol(ap_dtype dt) {
+    switch (dt) {
+    case AP_DTYPE_F32: return 1e-6;
+    case AP_DTYPE_F64: return 1e-14;
+    case AP_DTYPE_F16: return 1e-3;
+    case AP_DTYPE_BF16: return 8e-3;
+    }
+    return 0;
+}
+
+static const char *cur_isa = "?";
+
+static void check_values(const char *what, ap_dtype dt, const double *got, const double *want,
+                         int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+        int ok;
+        if (isnan(want[i]))
+            ok = isnan(got[i]);
+        else if (isinf(want[i]))
+            ok = got[i] == want[i];
+        else
+            ok = fabs(got[i] - want[i]) <= rel_tol(dt) * fabs(want[i]) + 1e-300;
+        CHECK(ok, "[%s] %s %s: y[%lld] = %.9g, expected %.9g", cur_isa, what, tu_dtype_name(dt),
+              (long long)i, got[i], want[i]);
+    }
+}
+
+/* Pool the doubles x (converted to dt) and return the outputs as doubles. */
+static ap_status run(const ap_pool_desc *d, const ap_adaptive_desc *a, const ap_tensor_desc *t,
+                     ap_dtype dt, const double *x, double *y, int64_t *ny) {
+    int64_t out[AP_MAX_SPATIAL];
+    ap_status s = d ? ap_pool_output_sizes(d, t, out) : ap_adaptive_output_sizes(a, t, out);
+    if (s != AP_OK) return s;
+    const int64_t nx = numel(t, t->sizes);
+    *ny = numel(t, out);
+    void *xb = malloc((size_t)(nx ? nx : 1) * tu_elem_size(dt));
+    void *yb = malloc((size_t)(*ny ? *ny : 1) * tu_elem_size(dt));
+    if (!xb || !yb) abort();
+    for (int64_t i = 0; i < nx; ++i) tu_set(dt, xb, i, x[i]);
+    s = d ? ap_avgpool(d, t, dt, xb, yb, 1) : ap_adaptive_avgpool(a, t, dt, xb, yb, 1);
+    for (int64_t i = 0; s == AP_OK && i < *ny; ++i) y[i] = tu_get(dt, yb, i);
+    free(xb);
+    free(yb);
+    return s;
+}
+
+/* Run and compare with `want` for every dtype. */
+static void expect_all(const char *what, const ap_pool_desc *d, const ap_adaptive_desc *a,
+                       const ap_tensor_desc *t, const double *x, const double *want,
+                       int64_t nwant) {
+    for (int i = 0; i < 4; ++i) {
+        double y[256];
+        int64_t ny = 0;
+        CHECK_STATUS(run(d, a, t, DTYPES[i], x, y, &ny), AP_OK);
+        CHECK(ny == nwant, "[%s] %s: %lld outputs, expected %lld", cur_isa, what, (long long)ny,
+              (long long)nwant);
+        if (ny == nwant) check_values(what, DTYPES[i], y, want, ny);
+    }
+}
+
+static void test_block_means(void) {
+    double x[16];
+    for (int i = 0; i < 16; ++i) x[i] = i;
+    const ap_tensor_desc t = tensor(1, 1, 2, 4, 4, 0, AP_LAYOUT_NCHW);
+    ap_pool_desc d = pool(2, 2, 2, 0, 0);
+    const double want[4] = {2.5, 4.5, 10.5, 12.5};
+    expect_all("1x1x4x4 k2 s2", &d, NULL, &t, x, want, 4);
+    d.divisor_override = 3;
+    const double over[4] = {10.0 / 3, 18.0 / 3, 42.0 / 3, 50.0 / 3};
+    expect_all("divisor_override 3", &d, NULL, &t, x, over, 4);
+    d.divisor_override = -2;
+    const double neg[4] = {-5, -9, -21, -25};
+    expect_all("divisor_override -2", &d, NULL, &t, x, neg, 4);
+}
+
+static void test_padding_divisors(void) {
+    double ones[25], ramp[25];
+    for (int i = 0; i < 25; ++i) ones[i] = 1.0, ramp[i] = i;
+    const ap_tensor_desc t = tensor(1, 1, 2, 5, 5, 0, AP_LAYOUT_NCHW);
+    ap_pool_desc d = pool(2, 3, 1, 1, 1);
+    double want[25];
+    for (int i = 0; i < 25; ++i) want[i] = 1.0;
+    expect_all("5x5 k3 s1 pad1 exclude, ones", &d, NULL, &t, ones, want, 25);
+    /* ramp: corner (0,0) sums x[0,1,5,6] = 12 over 4 (exclude) or 9 */
+    for (int oh = 0; oh < 5; ++oh)
+        for (int ow = 0; ow < 5; ++ow) {
+            double s = 0;
+            int n = 0;
+            for (int ih = oh - 1; ih <= oh + 1; ++ih)
+                for (int iw = ow - 1; iw <= ow + 1; ++iw)
+                    if (ih >= 0 && ih < 5 && iw >= 0 && iw < 5) s += ramp[ih * 5 + iw], ++n;
+            want[oh * 5 + ow] = s / n;
+        }
+    CHECK(want[0] == 3.0 && want[24] == 21.0, "hand-computed corners");
+    expect_all("5x5 k3 s1 pad1 exclude, ramp", &d, NULL, &t, ramp, want, 25);
+    d.include_padding = 1;
+    for (int oh = 0; oh < 5; ++oh)
+        for (int ow = 0; ow < 5; ++ow) {
+            const int rows = (oh == 0 || oh == 4) ? 2 : 3, cols = (ow == 0 || ow == 4) ? 2 : 3;
+            want[oh * 5 + ow] = rows * cols / 9.0; /* corners 4/9, edges 6/9 */
+        }
+    expect_all("5x5 k3 s1 pad1 include, ones", &d, NULL, &t, ones, want, 25);
+}
+
+static void test_adaptive_windows(void) {
+    double x[10];
+    for (int i = 0; i < 10; ++i) x[i] = i * i;
+    const ap_tensor_desc t = tensor(1, 1, 1, 10, 0, 0, AP_LAYOUT_NCHW);
+    const ap_adaptive_desc a = adaptive(1, 3, 0, 0);
+    /* windows [0,4), [3,7), [6,10) */
+    const double want[3] = {(0 + 1 + 4 + 9) / 4.0, (9 + 16 + 25 + 36) / 4.0,
+                            (36 + 49 + 64 + 81) / 4.0};
+    expect_all("adaptive 10 -> 3", NULL, &a, &t, x, want, 3);
+    /* 2-D, 10x3 -> 3x2: rows as above, columns [0,2), [1,3) */
+    double x2[30], want2[6];
+    for (int i = 0; i < 30; ++i) x2[i] = i;
+    const ap_tensor_desc t2 = tensor(1, 1, 2, 10, 3, 0, AP_LAYOUT_NCHW);
+    const ap_adaptive_desc a2 = adaptive(2, 3, 2, 0);
+    const int r0[3] = {0, 3, 6}, c0[2] = {0, 1};
+    for (int o = 0; o < 3; ++o)
+        for (int p = 0; p < 2; ++p) {
+            double s = 0;
+            for (int i = r0[o]; i < r0[o] + 4; ++i)
+                for (int j = c0[p]; j < c0[p] + 2; ++j) s += x2[i * 3 + j];
+            want2[o * 2 + p] = s / 8;
+        }
+    expect_all("adaptive 10x3 -> 3x2", NULL, &a2, &t2, x2, want2, 6);
+    /* more outputs than inputs: 3 -> 5 windows [0,1) [0,2) [1,2) [1,3) [2,3) */
+    const double x3[3] = {1, 2, 4}, want3[5] = {1, 1.5, 2, 3, 4};
+    const ap_tensor_desc t3 = tensor(1, 1, 1, 3, 0, 0, AP_LAYOUT_NCHW);
+    const ap_adaptive_desc a3 = adaptive(1, 5, 0, 0);
+    expect_all("adaptive 3 -> 5", NULL, &a3, &t3, x3, want3, 5);
+}
+
+static void test_count_overhang(void) {
+    const double x[5] = {1, 2, 3, 4, 5};
+    const ap_tensor_desc t = tensor(1, 1, 1, 5, 0, 0, AP_LAYOUT_NCHW);
+    int64_t out[AP_MAX_SPATIAL];
+    ap_pool_desc d = pool(1, 2, 2, 0, 0);
+    CHECK_STATUS(ap_pool_output_sizes(&d, &t, out), AP_OK);
+    CHECK(out[0] == 2, "floor rule gives %lld", (long long)out[0]);
+    d.output_sizes[0] = 3; /* ceil: the last window [4, 6) overhangs */
+    const double excl[3] = {1.5, 3.5, 5};
+    expect_all("k2 s2 ceil exclude", &d, NULL, &t, x, excl, 3);
+    d.include_padding = 1; /* only positions < in + pe count */
+    expect_all("k2 s2 ceil include", &d, NULL, &t, x, excl, 3);
+    d.count_overhang = 1; /* OpenVINO: the whole kernel counts */
+    const double over[3] = {1.5, 3.5, 2.5};
+    expect_all("k2 s2 ceil include count_overhang", &d, NULL, &t, x, over, 3);
+    d.include_padding = 0; /* count_overhang only matters with include_padding */
+    expect_all("k2 s2 ceil exclude count_overhang", &d, NULL, &t, x, excl, 3);
+
+    /* k3 s2 pe1, out 3: the last window {4, 5, 6} has 1 valid position,
+     * 2 inside the padded range, 3 in the kernel. */
+    d = pool(1, 3, 2, 0, 1);
+    d.output_sizes[0] = 3;
+    const double w3e[3] = {2, 4, 5};
+    expect_all("k3 s2 pe1 exclude", &d, NULL, &t, x, w3e, 3);
+    d.include_padding = 1;
+    const double w3i[3] = {2, 4, 2.5};
+    expect_all("k3 s2 pe1 include", &d, NULL, &t, x, w3i, 3);
+    d.count_overhang = 1;
+    const double w3o[3] = {2, 4, 5.0 / 3};
+    expect_all("k3 s2 pe1 include count_overhang", &d, NULL, &t, x, w3o, 3);
+
+    /* A window starting at or past the padded end exists only with
+     * count_overhang: its sum is 0, divided by k (include) or by 0 (NaN). */
+    const ap_tensor_desc t4 = tensor(1, 1, 1, 4, 0, 0, AP_LAYOUT_NCHW);
+    d = pool(1, 1, 5, 0, 0);
+    d.output_sizes[0] = 2;
+    EXPECT(ap_pool_output_sizes(&d, &t4, out), AP_ERR_OUTPUT_SIZE);
+    d.count_overhang = 1;
+    const double past_excl[2] = {1, NAN}, past_incl[2] = {1, 0};
+    expect_all("window past the end, exclude", &d, NULL, &t4, x, past_excl, 2);
+    d.include_padding = 1;
+    expect_all("window past the end, include", &d, NULL, &t4, x, past_incl, 2);
+}
+
+static void test_empty_windows(void) {
+    const double x[3] = {3, 6, 9};
+    const ap_tensor_desc t = tensor(1, 1, 1, 3, 0, 0, AP_LAYOUT_NCHW);
+    ap_pool_desc d = pool(1, 1, 1, 2, 0); /* windows {-2}, {-1}, {0}, {1}, {2} */
+    const double excl[5] = {NAN, NAN, 3, 6, 9}, incl[5] = {0, 0, 3, 6, 9};
+    expect_all("empty windows exclude", &d, NULL, &t, x, excl, 5);
+    d.include_padding = 1;
+    expect_all("empty windows include", &d, NULL, &t, x, incl, 5);
+    d.include_padding = 0, d.divisor_override = 2; /* the override wins: 0 / 2 */
+    const double over[5] = {0, 0, 1.5, 3, 4.5};
+    expect_all("empty windows divisor_override", &d, NULL, &t, x, over, 5);
+    /* 2-D: a padded row and column of outputs around a 2x2 input */
+    const ap_tensor_desc t2 = tensor(1, 1, 2, 2, 2, 0, AP_LAYOUT_NHWC);
+    d = pool(2, 1, 1, 1, 0);
+    const double x2[4] = {1, 2, 3, 4}, want2[9] = {NAN, NAN, NAN, NAN, 1, 2, NAN, 3, 4};
+    expect_all("2-D empty windows", &d, NULL, &t2, x2, want2, 9);
+}
+
+/* Stores round to nearest, ties to even: each pair's mean lies exactly
+ * half-way between two neighbours of the 16-bit format. */
+static void test_round_to_nearest_even(void) {
+    for (int bf = 0; bf < 2; ++bf) {
+        const ap_dtype dt = bf ? AP_DTYPE_BF16 : AP_DTYPE_F16;
+        const uint16_t one = bf ? 0x3F80 : 0x3C00; /* 1.0; one + i is i ulps above */
+        /* (input pair offsets, expected output offset) */
+        static const int cases[][3] = {
+            {0, 1, 0}, /* 1 + ulp/2: tie, to even 0        */
+            {1, 2, 2}, /* 1 + 3ulp/2: tie, to even 2       */
+            {0, 3, 2}, /* 1 + 3ulp/2 again                 */
+            {2, 3, 2}, /* 1 + 5ulp/2: tie, to even 2       */
+            {3, 4, 4}, /* 1 + 7ulp/2: tie, to even 4       */
+            {1, 1, 1}, /* exact                            */
+        };
+        enum { NC = sizeof cases / sizeof cases[0] };
+        for (int layout = 0; layout < 2; ++layout)
+            for (int reps = 1; reps <= 7; reps += 6) {
+                /* NCHW: one row of 2 * NC * reps inputs, k2 s2.
+                 * NHWC: length 2, NC * reps channels, k2. */
+                const int64_t n = NC * reps;
+                uint16_t x[2 * 6 * 7], y[6 * 7];
+                ap_tensor_desc t;
+                for (int64_t i = 0; i < n; ++i) {
+                    const int c = (int)(i % NC);
+                    const uint16_t a = (uint16_t)(one + cases[c][0]), b = (uint16_t)(one + cases[c][1]);
+                    const int sign = (i / NC) % 2 ? 0x8000 : 0; /* negative ties too */
+                    if (layout == 0)
+                        x[2 * i] = (uint16_t)(a | sign), x[2 * i + 1] = (uint16_t)(b | sign);
+                    else
+                        x[i] = (uint16_t)(a | sign), x[n + i] = (uint16_t)(b | sign);
+                }
+                t = layout == 0 ? tensor(1, 1, 1, 2 * n, 0, 0, AP_LAYOUT_NCHW)
+                                : tensor(1, n, 1, 2, 0, 0, AP_LAYOUT_NHWC);
+                const ap_pool_desc d = pool(1, 2, 2, 0, 0);
+                CHECK_STATUS(bf ? ap_avgpool_bf16(&d, &t, x, y, 1) : ap_avgpool_f16(&d, &t, x, y, 1),
+                             AP_OK);
+                for (int64_t i = 0; i < n; ++i) {
+                    const int c = (int)(i % NC);
+                    const int sign = (i / NC) % 2 ? 0x8000 : 0;
+                    const uint16_t want = (uint16_t)((one + cases[c][2]) | sign);
+                    CHECK(y[i] == want, "[%s] %s %s mean of +%d and +%d ulps: 0x%04x, expected 0x%04x",
+                          cur_isa, tu_dtype_name(dt), layout ? "NHWC" : "NCHW", cases[c][0],
+                          cases[c][1], y[i], want);
+                }
+            }
+        /* NaN stays NaN (quiet); an input sNaN pattern included. */
+        const uint16_t snan = bf ? 0x7F81 : 0x7C01, inf = bf ? 0x7F80 : 0x7C00;
+        uint16_t x[4] = {snan, one, inf, one}, y[2];
+        const ap_tensor_desc t = tensor(1, 1, 1, 4, 0, 0, AP_LAYOUT_NCHW);
+        const ap_pool_desc d = pool(1, 2, 2, 0, 0);
+        CHECK_STATUS(bf ? ap_avgpool_bf16(&d, &t, x, y, 1) : ap_avgpool_f16(&d, &t, x, y, 1), AP_OK);
+        const uint16_t quiet = bf ? 0x0040 : 0x0200;
+        CHECK((y[0] & inf) == inf && (y[0] & (quiet - 1u + quiet)) && (y[0] & quiet),
+              "[%s] %s NaN stored as 0x%04x", cur_isa, tu_dtype_name(dt), y[0]);
+        CHECK(y[1] == inf, "[%s] %s inf stored as 0x%04x", cur_isa, tu_dtype_name(dt), y[1]);
+    }
+}
+
+/* Channels last gives the transpose of channels first. */
+static void test_nhwc_transpose(void) {
+    tu_seed(7);
+    for (int rank = 1; rank <= 3; ++rank)
+        for (int kind = 0; kind < 3; ++kind) {
+            const int64_t N = 2, C = 1 + rank * 6; /* 7, 13, 19: vector tails */
+            int64_t sizes[3] = {1, 1, 1}, plane = 1;
+            for (int a = 0; a < rank; ++a) sizes[a] = 9 - rank, plane *= sizes[a];
+            ap_tensor_desc tc = tensor(N, C, rank, sizes[0], sizes[1], sizes[2], AP_LAYOUT_NCHW);
+            ap_tensor_desc tl = tc;
+            tl.layout = AP_LAYOUT_NHWC;
+            ap_pool_desc d = pool(rank, 3, 2, 1, 1);
+            d.include_padding = kind == 1;
+            if (kind == 2) d = pool(rank, 5, 1, 0, 0); /* wider window: other kernel paths */
+            const ap_adaptive_desc a = adaptive(rank, 4, 3, 2);
+            for (int ad = 0; ad < 2; ++ad) {
+                const ap_pool_desc *dp = ad ? NULL : &d;
+                const ap_adaptive_desc *ap = ad ? &a : NULL;
+                const int64_t nx = N * C * plane;
+                double *x = malloc((size_t)nx * sizeof(double));
+                double *xt = malloc((size_t)nx * sizeof(double));
+                double yc[2 * 19 * 64], yl[2 * 19 * 64];
+                for (int64_t i = 0; i < nx; ++i) x[i] = tu_uniform() * 2 - 1;
+                for (int64_t n = 0; n < N; ++n) /* xt[n, p, c] = x[n, c, p] */
+                    for (int64_t c = 0; c < C; ++c)
+                        for (int64_t p = 0; p < plane; ++p)
+                            xt[(n * plane + p) * C + c] = x[(n * C + c) * plane + p];
+                for (int i = 0; i < 4; ++i) {
+                    int64_t nc = 0, nl = 0;
+                    CHECK_STATUS(run(dp, ap, &tc, DTYPES[i], x, yc, &nc), AP_OK);
+                    CHECK_STATUS(run(dp, ap, &tl, DTYPES[i], xt, yl, &nl), AP_OK);
+                    CHECK(nc == nl && nc <= 2 * 19 * 64, "output sizes differ");
+                    const int64_t op = nc / (N * C);
+                    for (int64_t n = 0; n < N; ++n)
+                        for (int64_t c = 0; c < C; ++c)
+                            for (int64_t p = 0; p < op; ++p) {
+                                const double u = yc[(n * C + c) * op + p];
+                                const double v = yl[(n * op + p) * C + c];
+                                const int exact = strcmp(cur_isa, "scalar") == 0;
+                                const double tol = exact ? 0 : 4 * rel_tol(DTYPES[i]);
+                                CHECK(fabs(u - v) <= tol, "[%s] rank %d %s %s: NHWC %.9g != NCHW %.9g",
+                                      cur_isa, rank, ad ? "adaptive" : "pool",
+                                      tu_dtype_name(DTYPES[i]), v, u);
+                            }
+                }
+                free(x);
+                free(xt);
+            }
+        }
+}
+
+static void test_build_info(void) {
+    char v[64];
+    snprintf(v, sizeof v, "%d.%d.%d", AP_VERSION_MAJOR, AP_VERSION_MINOR, AP_VERSION_PATCH);
+    CHECK(strcmp(ap_version(), v) == 0, "ap_version() = %s, header says %s", ap_version(), v);
+    CHECK(ap_openmp_enabled() == 0 || ap_openmp_enabled() == 1, "ap_openmp_enabled");
+    CHECK(ap_max_threads() >= 1, "ap_max_threads() = %d", ap_max_threads());
+    const char *isa = ap_isa();
+    int known = 0;
+    for (int i = 0; i < TU_N_ISAS; ++i) known |= strcmp(isa, tu_isas[i]) == 0;
+    CHECK(known, "ap_isa() = %s", isa);
+    printf("version %s, isa %s, openmp %d, max threads %d\n", ap_version(), isa,
+           ap_openmp_enabled(), ap_max_threads());
+}
+
+/* AVGPOOL_ISA names no instruction set: computing calls fail until
+ * ap_set_isa picks one; validation still comes first. */
+static int bad_isa_env(void) {
+    const ap_tensor_desc t = tensor(1, 1, 1, 4, 0, 0, AP_LAYOUT_NCHW);
+    const ap_pool_desc d = pool(1, 2, 2, 0, 0);
+    const ap_adaptive_desc a = adaptive(1, 2, 0, 0);
+    float x[4] = {1, 2, 3, 4}, y[2] = {-1, -1};
+    CHECK(strcmp(ap_isa(), "unavailable") == 0, "ap_isa() = %s", ap_isa());
+    CHECK_STATUS(ap_avgpool_f32(&d, &t, x, y, 1), AP_ERR_ISA);
+    CHECK_STATUS(ap_adaptive_avgpool_f32(&a, &t, x, y, 1), AP_ERR_ISA);
+    CHECK(y[0] == -1 && y[1] == -1, "output written on AP_ERR_ISA");
+    ap_pool_desc bad = d;
+    bad.window[0] = 0;
+    CHECK_STATUS(ap_avgpool_f32(&bad, &t, x, y, 1), AP_ERR_WINDOW);
+    CHECK_STATUS(ap_set_isa("no-such-isa"), AP_ERR_ISA);
+    CHECK_STATUS(ap_avgpool_f32(&d, &t, x, y, 1), AP_ERR_ISA);
+    CHECK_STATUS(ap_set_isa("scalar"), AP_OK);
+    CHECK_STATUS(ap_avgpool_f32(&d, &t, x, y, 1), AP_OK);
+    CHECK(y[0] == 1.5f && y[1] == 3.5f, "after ap_set_isa: %g %g", y[0], y[1]);
+    return tu_exit("test_api --bad-isa-env");
+}
+
+/* Regression tests for bugs of the core found by this suite (ctest
+ * api_core_bugs, disabled until they are fixed): arguments that pass
+ * validation but overflow int64 inside the plan or the SIMD kernels. */
+static int core_bugs(void) {
+    for (int i = 0; i < TU_N_ISAS; ++i) {
+        if (ap_set_isa(tu_isas[i]) != AP_OK) continue;
+        cur_isa = tu_isas[i];
+        /* 1. plan.c ap_plan_alloc: n += 3 * out overflows (UB) for an empty
+         * batch with 2^62 - 1 adaptive outputs; must be an error status. */
+        ap_tensor_desc t = tensor(0, 1, 1, 1, 0, 0, AP_LAYOUT_NCHW);
+        ap_adaptive_desc a = adaptive(1, (INT64_C(1) << 62) - 1, 0, 0);
+        const ap_status s = ap_adaptive_avgpool(&a, &t, AP_DTYPE_F32, NULL, NULL, 1);
+        CHECK(s == AP_ERR_OVERFLOW || s == AP_ERR_OUT_OF_MEMORY, "[%s] 2^62 - 1 outputs: %d",
+              cur_isa, (int)s);
+        /* 2. plan.c ap_plan_pool: jlo = (-base + d - 1) / d overflows when
+         * pb + d > INT64_MAX; the window {-2^62} has no valid tap (NaN), but
+         * the plan gets 2 taps from a wrapped position and the kernels read
+         * x[-1] and x[0]. */
+        struct {
+            float before[4], x[1], after[4];
+        } buf = {{1e30f, 1e30f, 1e30f, 1e30f}, {5.0f}, {1e30f, 1e30f, 1e30f, 1e30f}};
+        float y[1] = {-1};
+        t = tensor(1, 1, 1, 1, 0, 0, AP_LAYOUT_NCHW);
+        ap_pool_desc d = pool(1, 1, 1, INT64_C(1) << 62, 0);
+        d.dilations[0] = (INT64_C(1) << 62) + 1;
+        d.output_sizes[0] = 1;
+        CHECK_STATUS(ap_avgpool_f32(&d, &t, buf.x, y, 1), AP_OK);
+        CHECK(isnan(y[0]), "[%s] window with no valid tap: %g, expected NaN", cur_isa, y[0]);
+        /* 3. simd_impl.inc ap_avgpool_nhwc_*: the row length estimate
+         * (out + 1) * (stride + 1) overflows for a huge stride (UB); the
+         * SIMD paths then return AP_ERR_OUT_OF_MEMORY instead of {1, 0}. */
+        t = tensor(1, 1, 1, 1, 0, 0, AP_LAYOUT_NHWC);
+        d = pool(1, 17, INT64_C(1) << 62, 0, 0);
+        d.output_sizes[0] = 2, d.count_overhang = 1, d.include_padding = 1;
+        float x3[1] = {17}, y3[2] = {-1, -1};
+        CHECK_STATUS(ap_avgpool_f32(&d, &t, x3, y3, 1), AP_OK);
+        CHECK(y3[0] == 1 && y3[1] == 0, "[%s] huge stride NHWC: %g %g, expected 1 0", cur_isa,
+              y3[0], y3[1]);
+    }
+    ap_set_isa("auto");
+    return tu_exit("test_api --core-bugs");
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--bad-isa-env") == 0) return bad_isa_env();
+    if (argc > 1 && strcmp(argv[1], "--core-bugs") == 0) return core_bugs();
+    test_build_info();
+    test_status_strings();
+    test_invalid_inputs();
+    test_null_pointers();
+    test_overflow();
+    check_all_statuses_seen();
+    const long before = tu_checks;
+    printf("API contract: %ld checks\n", before);
+    for (int i = 0; i < TU_N_ISAS; ++i) {
+        if (ap_set_isa(tu_isas[i]) != AP_OK) {
+            printf("isa %-7s not available, skipped\n", tu_isas[i]);
+            continue;
+        }
+        cur_isa = tu_isas[i];
+        CHECK(strcmp(ap_isa(), cur_isa) == 0, "ap_isa() = %s after ap_set_isa(%s)", ap_isa(),
+              cur_isa);
+        const long c0 = tu_checks;
+        test_block_means();
+        test_padding_divisors();
+        test_adaptive_windows();
+        test_count_overhang();
+        test_empty_windows();
+        test_round_to_nearest_even();
+        test_nhwc_transpose();
+        printf("isa %-7s hand-computed results: %ld checks\n", cur_isa, tu_checks - c0);
+    }
+    ap_set_isa("auto");
+    return tu_exit("test_api");
+}
