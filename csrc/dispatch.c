@@ -34,12 +34,16 @@ static const ap_kernel_table *ap_table_for(const char *name) {
                    ? &ap_kernels_avx512
                    : NULL;
 #endif
+#if defined(AP_HAVE_NEON_KERNELS)
+    /* Advanced SIMD is mandatory on aarch64. */
+    if (strcmp(name, "neon") == 0) return &ap_kernels_neon;
+#endif
     return NULL;
 }
 
 /* The best table this CPU supports. */
 static const ap_kernel_table *ap_best_table(void) {
-    static const char *const order[] = {"avx512", "avx2", "scalar"};
+    static const char *const order[] = {"avx512", "avx2", "neon", "scalar"};
     for (size_t i = 0; i < sizeof order / sizeof order[0]; ++i) {
         const ap_kernel_table *t = ap_table_for(order[i]);
         if (t) return t;

@@ -31,5 +31,8 @@ extern const ap_kernel_table ap_kernels_scalar;
 extern const ap_kernel_table ap_kernels_avx2;
 extern const ap_kernel_table ap_kernels_avx512;
 #endif
+#if defined(AP_HAVE_NEON_KERNELS)
+extern const ap_kernel_table ap_kernels_neon;
+#endif
 
 #endif /* AP_KERNELS_H */
