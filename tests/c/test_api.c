@@ -722,6 +722,26 @@ static int core_bugs(void) {
         CHECK_STATUS(ap_avgpool_f32(&d, &t, x3, y3, 1), AP_OK);
         CHECK(y3[0] == 1 && y3[1] == 0, "[%s] huge stride NHWC: %g %g, expected 1 0", cur_isa,
               y3[0], y3[1]);
+        /* 4. simd_impl.inc vertical_running_: windows 8 or more rows tall
+         * (NCHW) update the previous row's sums; an entering row holding inf
+         * makes the compensation NaN, and update_'s "not finite" result is
+         * only checked for leaving rows. Near the top padding no row leaves,
+         * so the output is NaN instead of inf. Window 8 rows, padding 3:
+         * output row 1 adds input row 5 and removes none. */
+        float x4[12 * 8], y4[8 * 8];
+        for (int e = 0; e < 12 * 8; ++e) x4[e] = 1.0f;
+        x4[5 * 8 + 3] = INFINITY;
+        t = tensor(1, 1, 2, 12, 8, 0, AP_LAYOUT_NCHW);
+        const int64_t w4[2] = {8, 1};
+        ap_pool_desc_init(&d, 2, w4);
+        d.start_padding[0] = 3;
+        CHECK_STATUS(ap_avgpool_f32(&d, &t, x4, y4, 1), AP_OK);
+        for (int oh = 0; oh < 8; ++oh)
+            for (int ow = 0; ow < 8; ++ow) {
+                const float want = ow == 3 && oh >= 1 ? INFINITY : 1.0f;
+                CHECK(y4[oh * 8 + ow] == want, "[%s] inf in a tall window: y[%d][%d] = %g, expected %g",
+                      cur_isa, oh, ow, y4[oh * 8 + ow], want);
+            }
     }
     ap_set_isa("auto");
     return tu_exit("test_api --core-bugs");
