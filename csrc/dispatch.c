@@ -17,22 +17,33 @@
 static const ap_kernel_table *ap_table = NULL;
 static ap_status ap_table_status = AP_OK;
 
-/* The kernel table for an ISA name, or NULL if unknown or unsupported here.
- * __builtin_cpu_supports also checks that the OS saves the wide registers. */
+#if defined(AP_HAVE_X86_KERNELS)
+#include <cpuid.h>
+
+/* x86 features from CPUID, and from XGETBV whether the OS saves the ymm
+ * (XCR0 bits 1-2) and zmm / opmask (bits 5-7) registers on context switch. */
+static int ap_x86_has(int want_avx512) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    const int osxsave = (c >> 27) & 1, fma = (c >> 12) & 1, f16c = (c >> 29) & 1;
+    if (!osxsave || !fma || !f16c) return 0;
+    unsigned xlo, xhi;
+    __asm__("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
+    if ((xlo & 0x6) != 0x6) return 0;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
+    if (!((b >> 5) & 1)) return 0; /* AVX2 */
+    if (!want_avx512) return 1;
+    const unsigned f = 1u << 16, dq = 1u << 17, bw = 1u << 30, vl = 1u << 31;
+    return (b & (f | dq | bw | vl)) == (f | dq | bw | vl) && (xlo & 0xe0) == 0xe0;
+}
+#endif
+
+/* The kernel table for an ISA name, or NULL if unknown or unsupported here. */
 static const ap_kernel_table *ap_table_for(const char *name) {
     if (strcmp(name, "scalar") == 0) return &ap_kernels_scalar;
 #if defined(AP_HAVE_X86_KERNELS)
-    __builtin_cpu_init();
-    if (strcmp(name, "avx2") == 0)
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                       __builtin_cpu_supports("f16c")
-                   ? &ap_kernels_avx2
-                   : NULL;
-    if (strcmp(name, "avx512") == 0)
-        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")
-                   ? &ap_kernels_avx512
-                   : NULL;
+    if (strcmp(name, "avx2") == 0) return ap_x86_has(0) ? &ap_kernels_avx2 : NULL;
+    if (strcmp(name, "avx512") == 0) return ap_x86_has(1) ? &ap_kernels_avx512 : NULL;
 #endif
 #if defined(AP_HAVE_NEON_KERNELS)
     /* Advanced SIMD is mandatory on aarch64. */

@@ -136,3 +136,28 @@ def test_env_unavailable_path_fails_at_import():
 def test_set_isa_rejects_unknown():
     with pytest.raises(ValueError, match="isa 'mmx'"):
         _core.set_isa("mmx")
+
+
+@pytest.mark.skipif(not SIMD, reason="no SIMD path on this CPU")
+@pytest.mark.parametrize("simd", SIMD)
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("value", [np.inf, -np.inf, np.nan])
+def test_non_finite_entering_running_sums(simd, layout, value):
+    """Found by the C fuzzer: an inf entering a tall window's running vertical sum gave NaN.
+    Non-finite values at every position of a column, each entering and leaving the windows."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((1, 2, 30, 37)).astype(np.float32)
+    x[0, 0, 11, 5] = value
+    x[0, 1, 20, 30] = value
+    x[0, 1, 21, 30] = -value if not np.isnan(value) else value
+    if layout == "NHWC":
+        x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    for k, s, p in ((9, 1, 4), (14, 3, 6), (12, 1, 0)):
+        desc = avgpool.AveragePoolingDesc((k, k), (s, s), (p, p), (p, p), include_padding=True)
+        ref = _run_on("scalar", lambda: avgpool.average_pool(x, desc, layout=layout))
+        got = _run_on(simd, lambda: avgpool.average_pool(x, desc, layout=layout))
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+        np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))
+        np.testing.assert_array_equal(got[np.isinf(ref)], ref[np.isinf(ref)])
+        fin = np.isfinite(ref)
+        np.testing.assert_allclose(got[fin], ref[fin], rtol=1e-5, atol=1e-5)

@@ -1,0 +1,195 @@
+/* fuzz_core.c - libFuzzer harness over the C entry points.
+ *
+ * The fuzzer's bytes become a descriptor (windowed or adaptive), a tensor
+ * description and the input values. Every status must be a valid code; when
+ * the call succeeds, the output buffer is allocated to exactly the size the
+ * core reported (so AddressSanitizer catches any write past it), and every
+ * instruction-set path must agree with the scalar oracle. Sizes are mostly
+ * small, sometimes huge or negative, to reach the overflow checks.
+ *
+ * Build and run: scripts/fuzz_c.sh [seconds]
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "avgpool.h"
+#include "../../csrc/convert.h"
+
+typedef struct {
+    const uint8_t *p;
+    size_t n;
+} reader;
+
+static uint8_t take8(reader *r) {
+    if (!r->n) return 0;
+    --r->n;
+    return *r->p++;
+}
+
+/* A size: mostly 0..15, sometimes an edge value. */
+static int64_t take_size(reader *r) {
+    const uint8_t b = take8(r);
+    switch (b >> 4) {
+    case 15: {
+        static const int64_t edge[] = {-1, 0, INT64_MAX, INT64_MIN, (int64_t)1 << 62,
+                                       ((int64_t)1 << 31) + 1, 65536, 255};
+        return edge[b & 7];
+    }
+    case 14: return (int64_t)(b & 15) * 17 + 16; /* 16..271 */
+    default: return b & 15;
+    }
+}
+
+static size_t elem_size(ap_dtype t) {
+    return t == AP_DTYPE_F64 ? 8 : t == AP_DTYPE_F32 ? 4 : 2;
+}
+
+static double value_at(const void *buf, size_t i, ap_dtype t) {
+    switch (t) {
+    case AP_DTYPE_F64: return ((const double *)buf)[i];
+    case AP_DTYPE_F32: return ((const float *)buf)[i];
+    case AP_DTYPE_F16: return ap_f16_to_f32(((const uint16_t *)buf)[i]);
+    default: return ap_bf16_to_f32(((const uint16_t *)buf)[i]);
+    }
+}
+
+/* Compare two outputs of the same call: NaN where the other is NaN, inf
+ * equal, else close (summation order may differ; 16-bit results may then
+ * round to neighbouring values). */
+static int same_values(const void *a, const void *b, size_t count, ap_dtype t) {
+    const double tol = t == AP_DTYPE_F64 ? 1e-12 : t == AP_DTYPE_F32 ? 1e-5
+                     : t == AP_DTYPE_F16 ? 2e-3 : 1.6e-2;
+    for (size_t i = 0; i < count; ++i) {
+        const double u = value_at(a, i, t), v = value_at(b, i, t);
+        if (isnan(u) || isnan(v)) {
+            if (isnan(u) != isnan(v)) goto differ;
+            continue;
+        }
+        if (isinf(u) || isinf(v)) {
+            if (u != v) goto differ;
+            continue;
+        }
+        /* inputs are multiples of 1/8 below 16 in magnitude */
+        if (fabs(u - v) > tol * (fabs(u) + fabs(v)) + 16 * tol) goto differ;
+        continue;
+    differ:
+        fprintf(stderr, "element %zu: scalar %.9g, other %.9g\n", i, u, v);
+        return 0;
+    }
+    return 1;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    reader r = {data, size};
+    const uint8_t mode = take8(&r);
+    const int adaptive = mode & 1;
+    const ap_dtype dtype = (ap_dtype)((mode >> 1) & 3);
+    ap_tensor_desc t;
+    memset(&t, 0, sizeof t);
+    t.rank = 1 + (mode >> 3) % 3;
+    if ((mode >> 5) == 7) t.rank = (int32_t)take_size(&r) - 1; /* invalid ranks too */
+    t.layout = (ap_layout)((mode >> 5) & 1);
+    t.batch = take_size(&r) % 4;
+    t.channels = take_size(&r);
+    for (int a = 0; a < AP_MAX_SPATIAL; ++a) t.sizes[a] = take_size(&r);
+
+    ap_pool_desc d;
+    ap_adaptive_desc ad;
+    memset(&d, 0, sizeof d);
+    memset(&ad, 0, sizeof ad);
+    d.rank = ad.rank = t.rank;
+    for (int a = 0; a < AP_MAX_SPATIAL; ++a) {
+        d.window[a] = take_size(&r);
+        d.strides[a] = take_size(&r);
+        d.dilations[a] = take_size(&r) % 4;
+        d.start_padding[a] = take_size(&r) % 8;
+        d.end_padding[a] = take_size(&r) % 8;
+        d.output_sizes[a] = (take8(&r) & 3) ? 0 : take_size(&r);
+        ad.output_sizes[a] = take_size(&r);
+    }
+    const uint8_t flags = take8(&r);
+    d.include_padding = flags & 1;
+    d.count_overhang = (flags >> 1) & 1;
+    d.divisor_override = (flags >> 2) & 1 ? (int64_t)(int8_t)take8(&r) : 0;
+
+    int64_t out[AP_MAX_SPATIAL];
+    ap_status s = adaptive ? ap_adaptive_output_sizes(&ad, &t, out)
+                           : ap_pool_output_sizes(&d, &t, out);
+    if (s > AP_ERR_ISA || !*ap_status_string(s)) abort(); /* every status is a known one */
+    if (s != AP_OK) {
+        /* an invalid call must fail the same way when run */
+        ap_status s2 = adaptive ? ap_adaptive_avgpool(&ad, &t, dtype, NULL, NULL, 1)
+                                : ap_avgpool(&d, &t, dtype, NULL, NULL, 1);
+        if (s2 == AP_OK) abort();
+        return 0;
+    }
+    /* element counts (validated: they fit in int64 and are small enough here?) */
+    int64_t n_in = t.batch * t.channels, n_out = t.batch * t.channels;
+    for (int a = 0; a < t.rank; ++a) {
+        if (t.sizes[a] > 4096 || out[a] > 4096) return 0;
+        n_in *= t.sizes[a];
+        n_out *= out[a];
+        if (n_in > (1 << 16) || n_out > (1 << 16)) return 0;
+    }
+    const size_t es = elem_size(dtype);
+    uint8_t *x = (uint8_t *)malloc((size_t)n_in * es + 1);
+    uint8_t *ref = (uint8_t *)malloc((size_t)n_out * es + 1);
+    uint8_t *y = (uint8_t *)malloc((size_t)n_out * es + 1);
+    if (!x || !ref || !y) abort();
+    for (int64_t i = 0; i < n_in; ++i) { /* small values, sometimes inf / NaN */
+        const uint8_t b = take8(&r);
+        const float v = b == 255 ? INFINITY : b == 254 ? NAN : (float)((int)b - 128) / 8.0f;
+        if (dtype == AP_DTYPE_F64) ((double *)x)[i] = v;
+        else if (dtype == AP_DTYPE_F32) ((float *)x)[i] = v;
+        else if (dtype == AP_DTYPE_BF16) {
+            uint32_t u;
+            memcpy(&u, &v, 4);
+            ((uint16_t *)x)[i] = (uint16_t)(u >> 16);
+        } else { /* f16 of a value that is exact there */
+            const int q = (int)b - 128;
+            uint16_t h = b == 255 ? 0x7c00 : b == 254 ? 0x7e00 : 0;
+            if (b < 254 && q != 0) { /* q / 8 in binary16 */
+                const int m = q < 0 ? -q : q;
+                int e = 0;
+                while ((m >> e) > 1) ++e; /* floor(log2 m) */
+                const uint16_t mant = (uint16_t)(((m << 10) >> e) & 0x3ff);
+                h = (uint16_t)((q < 0 ? 0x8000 : 0) | ((e - 3 + 15) << 10) | mant);
+            }
+            ((uint16_t *)x)[i] = h;
+        }
+    }
+    const char *isas[] = {"scalar", "avx2", "avx512", "neon"};
+    int ran = 0;
+    for (size_t k = 0; k < sizeof isas / sizeof isas[0]; ++k) {
+        if (ap_set_isa(isas[k]) != AP_OK) continue;
+        uint8_t *dst = ran ? y : ref;
+        const int threads = 1 + (int)(k & 1);
+        s = adaptive ? ap_adaptive_avgpool(&ad, &t, dtype, x, dst, threads)
+                     : ap_avgpool(&d, &t, dtype, x, dst, threads);
+        if (s != AP_OK) abort(); /* valid sizes must run */
+        if (ran && !same_values(ref, y, (size_t)n_out, dtype)) {
+            fprintf(stderr, "path %s differs from scalar: %s dtype %d layout %d N %lld C %lld "
+                    "rank %d\n", isas[k], adaptive ? "adaptive" : "pool", (int)dtype,
+                    (int)t.layout, (long long)t.batch, (long long)t.channels, (int)t.rank);
+            for (int a = 0; a < t.rank; ++a)
+                fprintf(stderr, "  axis %d: in %lld out %lld k %lld s %lld d %lld pads %lld %lld "
+                        "outsz %lld adaptive %lld\n", a, (long long)t.sizes[a], (long long)out[a],
+                        (long long)d.window[a], (long long)d.strides[a], (long long)d.dilations[a],
+                        (long long)d.start_padding[a], (long long)d.end_padding[a],
+                        (long long)d.output_sizes[a], (long long)ad.output_sizes[a]);
+            fprintf(stderr, "  include %d overhang %d override %lld\n", d.include_padding,
+                    d.count_overhang, (long long)d.divisor_override);
+            abort();
+        }
+        ++ran;
+    }
+    ap_set_isa(NULL);
+    free(x);
+    free(ref);
+    free(y);
+    return 0;
+}
