@@ -1,5 +1,5 @@
 /*
- * avgpool.h - public C API of the avgpool core.
+ * avgpool.h - public C API of the avgpool core (libavgpool).
  *
  * Average pooling (windowed and adaptive) over tensors with 1 to 3 spatial
  * axes, in channels-first (N, C, [D,] [H,] W) or channels-last
@@ -16,19 +16,37 @@
  *                      with count_overhang, also positions >= in + pe;
  *                      or divisor_override when non-zero.
  *   A window with divisor 0 (exclude padding, no valid position) gives NaN.
- * Adaptive pooling: window of o is [floor(o*in/out), ceil((o+1)*in/out)).
+ * Adaptive pooling: window of o is [floor(o*in/out), ceil((o+1)*in/out)),
+ * divided by its length.
  *
  * Conventions
- *   - Every function validates all of its arguments and returns an
- *     ap_status; nothing is written to the output on error.
- *   - Buffers are dense (C-contiguous in the given layout) and owned by the
- *     caller; the library never keeps a pointer after a call returns.
- *     Input and output must not overlap.
- *   - float16 and bfloat16 buffers are passed as uint16_t bit patterns;
- *     they are computed in float32 and rounded to nearest-even on store.
- *   - Thread safety: all entry points are re-entrant and may be called
- *     concurrently from several threads on distinct outputs. num_threads
- *     <= 0 means the OpenMP default; the setting applies to that call only.
+ *   - Status: every function that can fail validates all of its arguments
+ *     and returns an ap_status (AP_OK = 0). On error nothing is written to
+ *     the output buffer or out_sizes, except after AP_ERR_OUT_OF_MEMORY
+ *     from a pooling call, when the output's contents are unspecified.
+ *   - Buffers: dense (C-contiguous in the given layout), aligned for their
+ *     element type, owned by the caller. Element (n, c, d, h, w) lives at
+ *       NCHW: (((n * C + c) * D + d) * H + h) * W + w
+ *       NHWC: (((n * D + d) * H + h) * W + w) * C + c
+ *     (ranks 1 and 2 drop D, or D and H). The input is only read; input and
+ *     output must not overlap. The library keeps no pointer after a call
+ *     returns; work buffers are allocated and freed inside each call.
+ *     Strings returned by the library are static: never free them.
+ *   - Element types: float16 and bfloat16 are passed as uint16_t bit
+ *     patterns; they and float32 accumulate in float32 and round once to
+ *     nearest-even on store; float64 accumulates in float64. NaN and inf
+ *     propagate as IEEE arithmetic says.
+ *   - Sizes are int64_t; every element count times 8 must fit in int64_t
+ *     (else AP_ERR_OVERFLOW).
+ *   - Thread safety: all entry points except ap_set_isa are re-entrant and
+ *     may be called concurrently from several threads (on distinct outputs).
+ *     num_threads > 0 caps the OpenMP threads of that call only (small
+ *     tensors use fewer: about one per 16 K input elements); <= 0 means the
+ *     OpenMP default (OMP_NUM_THREADS). No global state changes, except the
+ *     kernel choice: made at the first call (environment variable
+ *     AVGPOOL_ISA, read once) or by ap_set_isa.
+ *   - Linking: libavgpool.so exports only the AP_API functions below;
+ *     Windows DLL users define AVGPOOL_SHARED before including this file.
  */
 #ifndef AVGPOOL_H
 #define AVGPOOL_H
@@ -58,24 +76,32 @@ extern "C" {
 /* Largest number of spatial axes. */
 #define AP_MAX_SPATIAL 3
 
-/* Status codes. AP_OK is 0; every error is positive. */
+/* Status codes. AP_OK is 0; every error is positive. ap_status_string gives
+ * each a message. The size checks apply per spatial axis. */
 typedef enum ap_status {
     AP_OK = 0,
-    AP_ERR_NULL_POINTER = 1,   /* a required pointer is NULL                      */
-    AP_ERR_RANK = 2,           /* spatial rank not in 1..3, or desc/tensor differ */
-    AP_ERR_LAYOUT = 3,         /* unknown layout value                            */
-    AP_ERR_DTYPE = 4,          /* unknown dtype value                             */
-    AP_ERR_TENSOR_SIZE = 5,    /* batch or channels < 0, spatial size < 1         */
-    AP_ERR_WINDOW = 6,         /* window size < 1                                 */
-    AP_ERR_STRIDE = 7,         /* stride < 1                                      */
-    AP_ERR_DILATION = 8,       /* dilation < 1                                    */
-    AP_ERR_PADDING = 9,        /* negative padding                                */
-    AP_ERR_WINDOW_TOO_LARGE = 10, /* effective window exceeds the padded input    */
-    AP_ERR_OUTPUT_SIZE = 11,   /* output size < 0, or a window starts past the
-                                  padded end                                      */
-    AP_ERR_OVERFLOW = 12,      /* a size or size product overflows int64          */
-    AP_ERR_OUT_OF_MEMORY = 13, /* a work buffer could not be allocated            */
-    AP_ERR_ISA = 14            /* requested instruction set not available         */
+    AP_ERR_NULL_POINTER = 1,   /* a required pointer is NULL (x / y only when
+                                  their tensor has elements)                  */
+    AP_ERR_RANK = 2,           /* rank not in 1..3, or desc and tensor ranks
+                                  differ                                      */
+    AP_ERR_LAYOUT = 3,         /* layout is not an ap_layout value            */
+    AP_ERR_DTYPE = 4,          /* dtype is not an ap_dtype value              */
+    AP_ERR_TENSOR_SIZE = 5,    /* batch or channels < 0, a spatial size < 1   */
+    AP_ERR_WINDOW = 6,         /* a window size < 1                           */
+    AP_ERR_STRIDE = 7,         /* a stride < 1                                */
+    AP_ERR_DILATION = 8,       /* a dilation < 1                              */
+    AP_ERR_PADDING = 9,        /* a negative padding                          */
+    AP_ERR_WINDOW_TOO_LARGE = 10, /* floor rule: effective window ek exceeds
+                                     the padded input in + pb + pe            */
+    AP_ERR_OUTPUT_SIZE = 11,   /* an output size < 0 (adaptive: < 1), or,
+                                  without count_overhang, an explicit output
+                                  size whose last window starts at or past
+                                  in + pe                                     */
+    AP_ERR_OVERFLOW = 12,      /* a size, padded size, window extent or
+                                  element count overflows int64               */
+    AP_ERR_OUT_OF_MEMORY = 13, /* a work buffer could not be allocated        */
+    AP_ERR_ISA = 14            /* ap_set_isa: unknown or unsupported name;
+                                  pooling calls: AVGPOOL_ISA named one        */
 } ap_status;
 
 typedef enum ap_layout {
@@ -91,17 +117,19 @@ typedef enum ap_dtype {
 } ap_dtype;
 
 /* Shape of a dense input tensor. sizes[0 .. rank-1] are the spatial sizes,
- * outermost first (D, H, W for rank 3). */
+ * outermost first (D, H, W for rank 3); entries past rank are ignored. A
+ * tensor with batch or channels 0 is valid and has no element. */
 typedef struct ap_tensor_desc {
     int64_t batch;                   /* N >= 0              */
     int64_t channels;                /* C >= 0              */
     int32_t rank;                    /* spatial rank 1..3   */
     int64_t sizes[AP_MAX_SPATIAL];   /* each >= 1           */
-    ap_layout layout;
+    ap_layout layout;                /* of input and output */
 } ap_tensor_desc;
 
 /* Windowed average pooling (DirectML AVERAGE_POOLING1 plus the switches the
- * other standards need). Entries past rank are ignored. */
+ * other standards need). Entries past rank are ignored. Fill it with
+ * ap_pool_desc_init, then change fields. */
 typedef struct ap_pool_desc {
     int32_t rank;                            /* spatial rank 1..3           */
     int64_t window[AP_MAX_SPATIAL];          /* k >= 1                      */
@@ -111,47 +139,74 @@ typedef struct ap_pool_desc {
     int64_t end_padding[AP_MAX_SPATIAL];     /* pe >= 0                     */
     int64_t output_sizes[AP_MAX_SPATIAL];    /* 0: floor rule; else >= 1 and
                                                 (out-1)*s - pb < in + pe
-                                                unless count_overhang       */
-    int32_t include_padding;                 /* padded positions count      */
+                                                unless count_overhang (ceil
+                                                rounding passes floor + 1)  */
+    int32_t include_padding;                 /* non-zero: padded positions
+                                                count in the divisor        */
     int32_t count_overhang;                  /* OpenVINO ceil rounding: with
                                                 include_padding, positions
                                                 >= in + pe count too; and a
                                                 window may start at or past
                                                 in + pe (its sum is 0)      */
-    int64_t divisor_override;                /* non-zero: divide by this    */
+    int64_t divisor_override;                /* non-zero (may be negative):
+                                                every window divides by this,
+                                                empty ones too (giving 0)   */
 } ap_pool_desc;
 
-/* Adaptive average pooling: output sizes per spatial axis, each >= 1. */
+/* Adaptive average pooling: output sizes per spatial axis, each >= 1 (may
+ * exceed the input size: windows then overlap). Entries past rank are
+ * ignored. */
 typedef struct ap_adaptive_desc {
-    int32_t rank;
+    int32_t rank;                            /* spatial rank 1..3           */
     int64_t output_sizes[AP_MAX_SPATIAL];
 } ap_adaptive_desc;
 
-/* A human-readable, static description of a status code (never NULL). */
+/* A human-readable description of a status code: a static string, never
+ * NULL (an unknown value gives "unknown status"). */
 AP_API const char *ap_status_string(ap_status status);
 
-/* Fill a descriptor with the defaults for `rank` spatial axes and window
- * `window[0..rank-1]`: strides 1, dilations 1, no padding, floor rule. */
+/* Fill *desc for `rank` spatial axes with window sizes window[0 .. rank-1]
+ * (copied, not validated here): strides 1, dilations 1, no padding, output
+ * sizes 0 (floor rule), exclude padding, no count_overhang, no override.
+ * Errors: AP_ERR_NULL_POINTER (desc or window), AP_ERR_RANK. */
 AP_API ap_status ap_pool_desc_init(ap_pool_desc *desc, int32_t rank, const int64_t *window);
 
-/* Validate desc against input and write the output spatial sizes to
- * out_sizes[0 .. rank-1]. */
+/* Validate desc against the input shape and write the output spatial sizes
+ * to out_sizes[0 .. rank-1] (other entries untouched). The output tensor has
+ * the input's batch, channels and layout. Pure: no allocation, no kernel.
+ * Errors: AP_ERR_NULL_POINTER, AP_ERR_RANK, AP_ERR_LAYOUT,
+ * AP_ERR_TENSOR_SIZE, AP_ERR_WINDOW, AP_ERR_STRIDE, AP_ERR_DILATION,
+ * AP_ERR_PADDING, AP_ERR_WINDOW_TOO_LARGE, AP_ERR_OUTPUT_SIZE,
+ * AP_ERR_OVERFLOW. */
 AP_API ap_status ap_pool_output_sizes(const ap_pool_desc *desc, const ap_tensor_desc *input,
                                       int64_t out_sizes[AP_MAX_SPATIAL]);
+/* The same for adaptive pooling (out_sizes = desc->output_sizes once valid).
+ * Errors: AP_ERR_NULL_POINTER, AP_ERR_RANK, AP_ERR_LAYOUT,
+ * AP_ERR_TENSOR_SIZE, AP_ERR_OUTPUT_SIZE, AP_ERR_OVERFLOW. */
 AP_API ap_status ap_adaptive_output_sizes(const ap_adaptive_desc *desc,
                                           const ap_tensor_desc *input,
                                           int64_t out_sizes[AP_MAX_SPATIAL]);
 
-/* Windowed average pooling. x holds the input described by `input`; y
- * receives the output: same batch, channels and layout, spatial sizes from
- * ap_pool_output_sizes. dtype selects the element type of both buffers.
- * x and y may be NULL only when the tensor they describe has no element. */
+/* Windowed average pooling.
+ *   desc         the window; validated as by ap_pool_output_sizes
+ *   input        shape and layout of x (and, with the output sizes, of y)
+ *   dtype        element type of both x and y
+ *   x            the input, read only; may be NULL if it has no element
+ *   y            receives the output (batch x channels x output sizes
+ *                elements, input's layout); may be NULL if it has no element
+ *   num_threads  > 0: at most this many threads; <= 0: OpenMP default
+ * Errors: those of ap_pool_output_sizes, AP_ERR_DTYPE, AP_ERR_NULL_POINTER
+ * (desc, input, or x / y of a non-empty tensor), AP_ERR_OUT_OF_MEMORY,
+ * AP_ERR_ISA (AVGPOOL_ISA named an unavailable instruction set). */
 AP_API ap_status ap_avgpool(const ap_pool_desc *desc, const ap_tensor_desc *input,
                             ap_dtype dtype, const void *x, void *y, int num_threads);
+/* Adaptive average pooling; arguments and errors as for ap_avgpool, with
+ * those of ap_adaptive_output_sizes. */
 AP_API ap_status ap_adaptive_avgpool(const ap_adaptive_desc *desc, const ap_tensor_desc *input,
                                      ap_dtype dtype, const void *x, void *y, int num_threads);
 
-/* Typed conveniences for ap_avgpool / ap_adaptive_avgpool. */
+/* Typed conveniences: ap_avgpool / ap_adaptive_avgpool with the dtype of
+ * the name (f16 and bf16 take uint16_t bit patterns). */
 AP_API ap_status ap_avgpool_f32(const ap_pool_desc *desc, const ap_tensor_desc *input,
                                 const float *x, float *y, int num_threads);
 AP_API ap_status ap_avgpool_f64(const ap_pool_desc *desc, const ap_tensor_desc *input,
@@ -173,20 +228,25 @@ AP_API ap_status ap_adaptive_avgpool_bf16(const ap_adaptive_desc *desc,
                                           const ap_tensor_desc *input, const uint16_t *x,
                                           uint16_t *y, int num_threads);
 
-/* Build information. */
+/* Library version "MAJOR.MINOR.PATCH" (static string), equal to the
+ * AP_VERSION_* macros of the header it was built with. */
 AP_API const char *ap_version(void);
 /* Instruction set the kernels use ("scalar", "avx2", "avx512", "neon"), or
- * "unavailable" when AVGPOOL_ISA names one this CPU lacks. Chosen at the
- * first call: the environment variable AVGPOOL_ISA forces one, else the best
- * the CPU supports. */
+ * "unavailable" when AVGPOOL_ISA names one this CPU or build lacks (static
+ * string). Chosen at the first call of ap_isa or of a pooling function:
+ * AVGPOOL_ISA=scalar|avx2|avx512|neon forces one, unset or "auto" picks the
+ * best the CPU supports (avx512 > avx2 on x86-64, neon on aarch64). */
 AP_API const char *ap_isa(void);
-/* Switch the kernels to `name` ("scalar", "avx2", "avx512", "neon"; NULL or
- * "auto": the best available). Returns AP_ERR_ISA if this CPU or build lacks
- * it, leaving the choice unchanged. Not thread-safe: call it while no other
- * avgpool call is running (tests use it to compare every path). */
+/* Switch the kernels to `name` ("scalar", "avx2", "avx512", "neon"; NULL, ""
+ * or "auto": the best available), overriding AVGPOOL_ISA. Returns AP_ERR_ISA
+ * if the name is unknown or this CPU or build lacks it, leaving the choice
+ * unchanged. Not thread-safe: call it while no other avgpool call runs
+ * (tests use it to compare every path). */
 AP_API ap_status ap_set_isa(const char *name);
-/* Whether the library was built with OpenMP, and its default thread count. */
+/* 1 if the library was built with OpenMP, else 0 (kernels single-threaded). */
 AP_API int ap_openmp_enabled(void);
+/* The thread count num_threads <= 0 stands for (omp_get_max_threads(); 1
+ * without OpenMP). */
 AP_API int ap_max_threads(void);
 
 #ifdef __cplusplus
