@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Native C checks of the avgpool core, in three steps:
+#   1. build the C library (shared + static) and the C tests with warnings as
+#      errors, run ctest (API contract, hand-computed results, every ISA of
+#      this CPU against the scalar oracle, exported symbols);
+#   2. install into a temporary prefix, build examples/c against it with
+#      find_package(avgpool CONFIG) (shared and static) and with pkg-config +
+#      plain gcc, run both; then move the prefix and build again
+#      (the installed CMake and pkg-config files are relocatable);
+#   3. build the library and tests with AVGPOOL_SANITIZE (ASan + UBSan) and
+#      run ctest again.
+# Build trees go under build/ (AVGPOOL_BUILD_ROOT overrides); installs nothing
+# outside a temporary directory.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build_root=${AVGPOOL_BUILD_ROOT:-$root/build}
+jobs=${JOBS:-2}
+cc=${CC:-gcc}
+generator=()
+if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+log=$tmp/summary.log
+
+step() { printf '\n=== %s\n' "$*"; }
+
+configure_build_test() { # dir, extra cmake args...
+  local dir=$1; shift
+  cmake -S "$root" -B "$dir" "${generator[@]}" -DAVGPOOL_PYTHON=OFF -DAVGPOOL_BUILD_TESTS=ON \
+        -DAVGPOOL_WERROR=ON "$@"
+  cmake --build "$dir" -j "$jobs"
+  (cd "$dir" && ctest -V --timeout 600) 2>&1 | tee "$tmp/ctest.log" | \
+    grep -E '^[0-9]+: |tests passed|Test +#|Not Run|Failed' || true
+  grep -qE '100% tests passed' "$tmp/ctest.log" || { cat "$tmp/ctest.log"; echo "ctest failed in $dir"; exit 1; }
+  grep -hE '^[0-9]+: (isa |ISA paths|API contract|test_api|test_isa|-- [0-9]+ symbols)' "$tmp/ctest.log" |
+    sed -E 's/^[0-9]+: (-- )?/  /' >> "$log" || true
+  grep -hE 'tests passed|did not run|Disabled' "$tmp/ctest.log" | sed 's/^/  ctest: /' >> "$log" || true
+}
+
+step "1. native C library and tests ($build_root/c)"
+echo "[native]" >> "$log"
+configure_build_test "$build_root/c" -DCMAKE_BUILD_TYPE=Release
+
+step "2. install, then the example via find_package and via pkg-config"
+prefix=$tmp/prefix
+cmake --install "$build_root/c" --prefix "$prefix"
+build_example() { # prefix, tag
+  local p=$1 tag=$2
+  cmake -S "$root/examples/c" -B "$tmp/example-$tag" "${generator[@]}" -DCMAKE_PREFIX_PATH="$p" \
+        -DCMAKE_C_FLAGS="-Wall -Wextra -Werror"
+  cmake --build "$tmp/example-$tag" -j "$jobs"
+  "$tmp/example-$tag/pool_example"
+  "$tmp/example-$tag/pool_example_static" > "$tmp/static.out"
+  "$tmp/example-$tag/pool_example" | cmp - "$tmp/static.out"
+  # pkg-config with plain gcc; the rpath points into the prefix
+  export PKG_CONFIG_PATH="$p/lib/pkgconfig"
+  local libdir
+  libdir=$(pkg-config --variable=libdir avgpool)
+  # shellcheck disable=SC2046
+  "$cc" -std=c11 -Wall -Wextra -Werror "$root/examples/c/pool_example.c" \
+        $(pkg-config --cflags --libs avgpool) -Wl,-rpath,"$libdir" -o "$tmp/pool_example_pc-$tag"
+  "$tmp/pool_example_pc-$tag" | cmp - "$tmp/static.out"
+  echo "example ($tag prefix): find_package shared + static and pkg-config builds agree" | tee -a "$log"
+}
+build_example "$prefix" installed
+mv "$prefix" "$tmp/moved-prefix"
+build_example "$tmp/moved-prefix" moved
+
+step "3. sanitizers: AVGPOOL_SANITIZE=ON ($build_root/asan)"
+echo "[AddressSanitizer + UndefinedBehaviorSanitizer]" >> "$log"
+configure_build_test "$build_root/asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAVGPOOL_SANITIZE=ON
+
+step "summary"
+cat "$log"
