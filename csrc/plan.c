@@ -143,8 +143,10 @@ ap_status ap_pool_desc_init(ap_pool_desc *desc, int32_t rank, const int64_t *win
 
 /* Allocate the per-axis tables of all three axes in one block. */
 static ap_status ap_plan_alloc(ap_plan *plan) {
-    int64_t n = 0;
-    for (int a = 0; a < 3; ++a) n += 3 * plan->axis[a].out;
+    int64_t n = 0, m;
+    for (int a = 0; a < 3; ++a)
+        if (ap_mul_overflow(plan->axis[a].out, 3, &m) || ap_add_overflow(n, m, &n))
+            return AP_ERR_OUT_OF_MEMORY;
     if ((uint64_t)n > SIZE_MAX / sizeof(int64_t)) return AP_ERR_OUT_OF_MEMORY;
     plan->storage = (int64_t *)malloc((size_t)n * sizeof(int64_t));
     if (!plan->storage) return AP_ERR_OUT_OF_MEMORY;
@@ -195,6 +197,7 @@ ap_status ap_plan_pool(ap_plan *plan, const ap_pool_desc *desc, const ap_tensor_
     AP_CHECK(ap_check_pool(desc, input, out));
     ap_plan_begin(plan, input, out, dtype, num_threads);
     plan->divisor_override = desc->divisor_override;
+    if (plan->batch == 0 || plan->channels == 0) return AP_OK; /* nothing to compute */
     const int lead = 3 - desc->rank;
     for (int a = lead; a < 3; ++a) {
         ap_axis_plan *ax = &plan->axis[a];
@@ -213,7 +216,8 @@ ap_status ap_plan_pool(ap_plan *plan, const ap_pool_desc *desc, const ap_tensor_
         for (int64_t o = 0; o < ax->out; ++o) {
             const int64_t base = o * s - ax->pad_begin; /* position of tap 0 */
             /* valid taps j: 0 <= base + j*d <= in - 1 */
-            int64_t jlo = base < 0 ? (-base + d - 1) / d : 0;
+            /* ceil(-base / d) without forming -base + d - 1, which can overflow */
+            int64_t jlo = base < 0 ? -base / d + (-base % d != 0) : 0;
             int64_t jhi = base > in - 1 ? 0 : ap_floor_div(in - 1 - base, d) + 1;
             if (jhi > k) jhi = k;
             const int64_t taps = jhi > jlo ? jhi - jlo : 0;
@@ -246,6 +250,7 @@ ap_status ap_plan_adaptive(ap_plan *plan, const ap_adaptive_desc *desc,
     AP_CHECK(ap_check_adaptive(desc, input, out));
     ap_plan_begin(plan, input, out, dtype, num_threads);
     plan->adaptive = 1;
+    if (plan->batch == 0 || plan->channels == 0) return AP_OK; /* nothing to compute */
     AP_CHECK(ap_plan_alloc(plan));
     for (int a = 0; a < 3; ++a) {
         ap_axis_plan *ax = &plan->axis[a];
