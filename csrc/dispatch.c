@@ -161,8 +161,8 @@ const char *ap_status_string(ap_status status) {
     case AP_ERR_OVERFLOW: return "a size or size product overflows int64";
     case AP_ERR_OUT_OF_MEMORY: return "out of memory";
     case AP_ERR_ISA:
-        return "the instruction set requested by AVGPOOL_ISA is unknown or not supported by "
-               "this CPU";
+        return "the instruction set requested (AVGPOOL_ISA or ap_set_isa) is unknown or not "
+               "supported by this CPU and build";
     }
     return "unknown status";
 }

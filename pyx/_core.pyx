@@ -171,7 +171,7 @@ cdef int _raise(ap_status status, str detail="", str argument=None) except -1:
     if status == AP_ERR_OUT_OF_MEMORY:
         raise MemoryError(message)
     if status == AP_ERR_ISA:
-        raise RuntimeError(f"AVGPOOL_ISA: {message}")
+        raise RuntimeError(message)
     if status == AP_ERR_DTYPE:
         raise TypeError(f"x: {message}")
     if argument is None:
