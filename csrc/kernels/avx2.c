@@ -40,6 +40,11 @@ static inline vf v_even(vf a, vf b) {
     const __m256 t = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)); /* a0 a2 b0 b2 a4 a6 b4 b6 */
     return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(t), _MM_SHUFFLE(3, 1, 2, 0)));
 }
+/* Odd lanes of the concatenation (a, b): the second tap of each stride-2 window. */
+static inline vf v_odd(vf a, vf b) {
+    const __m256 t = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)); /* a1 a3 b1 b3 a5 a7 b5 b7 */
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(t), _MM_SHUFFLE(3, 1, 2, 0)));
+}
 static inline vi vi_loadu(const int32_t *p) { return _mm256_loadu_si256((const __m256i *)p); }
 static inline vi vi_set1(int32_t v) { return _mm256_set1_epi32(v); }
 static inline vi vi_add(vi a, vi b) { return _mm256_add_epi32(a, b); }

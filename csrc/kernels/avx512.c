@@ -31,6 +31,11 @@ static inline vf v_even(vf a, vf b) {
     const vi idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     return _mm512_permutex2var_ps(a, idx, b);
 }
+/* Odd lanes of the concatenation (a, b): the second tap of each stride-2 window. */
+static inline vf v_odd(vf a, vf b) {
+    const vi idx = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    return _mm512_permutex2var_ps(a, idx, b);
+}
 static inline vi vi_loadu(const int32_t *p) { return _mm512_loadu_si512((const void *)p); }
 static inline vi vi_set1(int32_t v) { return _mm512_set1_epi32(v); }
 static inline vi vi_add(vi a, vi b) { return _mm512_add_epi32(a, b); }

@@ -39,6 +39,8 @@ static inline vf v_div(vf a, vf b) { return vdivq_f32(a, b); }
 static inline float v_hsum(vf v) { return vaddvq_f32(v); }
 /* Even lanes of the 8-lane concatenation (a, b): the stride-2 taps. */
 static inline vf v_even(vf a, vf b) { return vuzp1q_f32(a, b); }
+/* Odd lanes of the concatenation (a, b): the second tap of each stride-2 window. */
+static inline vf v_odd(vf a, vf b) { return vuzp2q_f32(a, b); }
 static inline vi vi_loadu(const int32_t *p) { return vld1q_s32(p); }
 static inline vi vi_set1(int32_t v) { return vdupq_n_s32(v); }
 static inline vi vi_add(vi a, vi b) { return vaddq_s32(a, b); }
