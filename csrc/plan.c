@@ -212,7 +212,6 @@ ap_status ap_plan_pool(ap_plan *plan, const ap_pool_desc *desc, const ap_tensor_
         const int64_t k = ax->window, s = ax->stride, d = ax->step, in = ax->in;
         const int64_t pe = a < lead ? 0 : desc->end_padding[a - lead];
         const int64_t padded_end = in + pe;
-        ax->interior_begin = ax->interior_end = 0;
         for (int64_t o = 0; o < ax->out; ++o) {
             const int64_t base = o * s - ax->pad_begin; /* position of tap 0 */
             /* valid taps j: 0 <= base + j*d <= in - 1 */
@@ -233,10 +232,6 @@ ap_status ap_plan_pool(ap_plan *plan, const ap_pool_desc *desc, const ap_tensor_
                 if (count > k) count = k;
             }
             ax->count[o] = count;
-            if (taps == k && count == k) {
-                if (ax->interior_end == ax->interior_begin) ax->interior_begin = o;
-                ax->interior_end = o + 1;
-            }
         }
     }
     return AP_OK;
@@ -266,7 +261,6 @@ ap_status ap_plan_adaptive(ap_plan *plan, const ap_adaptive_desc *desc,
             ax->taps[o] = ax->count[o] = end - start;
             if (end - start > ax->window) ax->window = end - start;
         }
-        if (ax->stride) ax->interior_begin = 0, ax->interior_end = n;
     }
     return AP_OK;
 }

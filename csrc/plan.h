@@ -20,9 +20,6 @@ typedef struct ap_axis_plan {
     int64_t stride;      /* s; adaptive: in / out when out divides in, else 0
                             (0 marks windows of varying length)             */
     int64_t pad_begin;   /* pb (adaptive: 0)                                */
-    /* Outputs [interior_begin, interior_end) have all `window` taps valid
-     * and divisor factor `window` (windowed pooling only; else empty). */
-    int64_t interior_begin, interior_end;
     int64_t *first;      /* [out] input index of the first valid tap        */
     int64_t *taps;       /* [out] number of valid taps                      */
     int64_t *count;      /* [out] this axis' factor of the divisor          */

@@ -12,15 +12,10 @@ from libc.stdlib cimport getenv
 
 cimport numpy as cnp
 import numpy as np
+from operator import index as operator_index
 
 cnp.import_array()
 
-DTYPE_F32 = <int>AP_DTYPE_F32
-DTYPE_F64 = <int>AP_DTYPE_F64
-DTYPE_F16 = <int>AP_DTYPE_F16
-DTYPE_BF16 = <int>AP_DTYPE_BF16
-LAYOUT_NCHW = <int>AP_LAYOUT_NCHW
-LAYOUT_NHWC = <int>AP_LAYOUT_NHWC
 
 # bfloat16 comes from ml_dtypes as a user-defined numpy dtype; avgpool._api registers it.
 cdef int _bf16_type = -1
@@ -81,8 +76,6 @@ cdef int _threads(num_threads) except -1:
         raise ValueError(f"{name} must be between 1 and 65536, got {n}")
     return n
 
-
-from operator import index as operator_index
 
 
 cdef cnp.ndarray _output(cnp.ndarray a, tuple shape, out):
