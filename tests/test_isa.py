@@ -38,7 +38,9 @@ def _compare(isa_name, fn, x, dtype):
     ref = _run_on("scalar", fn).astype(np.float64)
     got = _run_on(isa_name, fn).astype(np.float64)
     # Scale by the mean |x| so windows that cancel are judged fairly.
-    scale = max(float(np.abs(x.astype(np.float64)).max()), 1e-30)
+    finite = np.abs(x.astype(np.float64))
+    finite = finite[np.isfinite(finite)]
+    scale = max(float(finite.max()) if finite.size else 0.0, 1e-30)
     np.testing.assert_allclose(got, ref, rtol=TOL[dtype], atol=TOL[dtype] * scale, equal_nan=True)
     assert np.array_equal(np.isnan(got), np.isnan(ref))
 
@@ -161,3 +163,23 @@ def test_non_finite_entering_running_sums(simd, layout, value):
         np.testing.assert_array_equal(got[np.isinf(ref)], ref[np.isinf(ref)])
         fin = np.isfinite(ref)
         np.testing.assert_allclose(got[fin], ref[fin], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.skipif(not SIMD, reason="no SIMD path on this CPU")
+@pytest.mark.parametrize("simd", SIMD)
+@given(data=st.data(), dtype=st.sampled_from(DTYPES), seed=st.integers(0, 2**32 - 1))
+def test_same_windows_match_scalar(simd, data, dtype, seed):
+    """'Same' windows (stride 1, output as large as the input, window < 8) take the whole-plane
+    path; every border column and row against the scalar oracle, with inf and NaN."""
+    rank = data.draw(st.integers(1, 2))
+    k = [data.draw(st.integers(1, 7)) for _ in range(rank)]
+    spatial = [data.draw(st.integers(k[a], 40)) for a in range(rank)]
+    pb = [data.draw(st.integers(0, k[a] - 1)) for a in range(rank)]
+    pe = [k[a] - 1 - pb[a] for a in range(rank)]
+    desc = avgpool.AveragePoolingDesc(k, None, pb, pe, include_padding=data.draw(st.booleans()),
+                                      divisor_override=data.draw(st.sampled_from([None, 3])))
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((2, 3, *spatial)).astype(dtype)
+    if data.draw(st.booleans()):
+        x.reshape(-1)[rng.integers(0, x.size)] = data.draw(st.sampled_from([np.inf, np.nan]))
+    _compare(simd, lambda: avgpool.average_pool(x, desc), x, dtype)
