@@ -16,6 +16,8 @@ def main(argv=None) -> int:
     bench.add_argument("--json", metavar="PATH", help="write every timing to PATH")
     bench.add_argument("--plot", metavar="PATH.png", help="bar chart per case (needs matplotlib)")
     bench.add_argument("--no-progress", action="store_true", help="no progress bar")
+    bench.add_argument("--alloc", action="store_true",
+                       help="avgpool allocates its output per call instead of reusing out=")
     args = parser.parse_args(argv)
     if args.command == "info":
         import avgpool

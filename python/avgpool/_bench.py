@@ -4,6 +4,10 @@ Every case runs avgpool and each installed peer with the same thread count, chec
 outputs agree, then times them (median and min over repeats). GB/s counts the input read once
 and the output written once; ``%bw`` compares that with a large copy measured in the same run.
 ``ratio`` is the fastest peer's median over avgpool's (> 1: avgpool is faster).
+
+avgpool writes into an output buffer allocated once (``out=``), as an inference loop would and as
+OpenVINO's reused infer request does; ``--alloc`` makes it allocate per call instead, like torch and
+onnxruntime (for outputs of tens of MB that adds the kernel's page zeroing to every call).
 """
 
 from __future__ import annotations
@@ -81,19 +85,22 @@ def _to_layout(x: np.ndarray, layout: str) -> np.ndarray:
     return x if layout == "NCHW" else np.ascontiguousarray(np.moveaxis(x, 1, -1))
 
 
-def _avgpool_fn(case: Case, x: np.ndarray, layout: str, threads: int) -> Callable:
+def _avgpool_fn(case: Case, x: np.ndarray, layout: str, threads: int, reuse_out: bool) -> Callable:
+    """avgpool on this case; with reuse_out the output buffer is allocated once and passed as
+    ``out=`` (as OpenVINO's reused infer request keeps its output), else every call allocates."""
     xl = _to_layout(x, layout)
     if case.kind == "pool":
-        shape = xl.shape
         desc = avgpool.AveragePoolingDesc(
             case.kernel, case.stride, case.pad, case.pad, case.dilation,
             include_padding=case.count_include_pad,
             output_sizes=_pool_output_sizes(case))
-        desc.output_shape(shape, layout)
-        return lambda: avgpool.average_pool(xl, desc, layout=layout, num_threads=threads)
-    sizes = case.output_size if case.kind == "adaptive" else (1,) * case.rank
-    desc = avgpool.AdaptiveAveragePoolingDesc(sizes)
-    return lambda: avgpool.adaptive_average_pool(xl, desc, layout=layout, num_threads=threads)
+        pool = avgpool.average_pool
+    else:
+        sizes = case.output_size if case.kind == "adaptive" else (1,) * case.rank
+        desc = avgpool.AdaptiveAveragePoolingDesc(sizes)
+        pool = avgpool.adaptive_average_pool
+    out = np.empty(desc.output_shape(xl.shape, layout), xl.dtype) if reuse_out else None
+    return lambda: pool(xl, desc, layout=layout, out=out, num_threads=threads)
 
 
 def _pool_output_sizes(case: Case) -> Tuple[int, ...]:
@@ -255,7 +262,7 @@ class Result:
 
 
 def run(cases: List[Case], threads: int, quick: bool = False, peers: Optional[List[str]] = None,
-        progress: bool = True) -> dict:
+        progress: bool = True, reuse_out: bool = True) -> dict:
     """Run the suite; returns a JSON-ready dict with every timing and ratio."""
     peers = available_peers() if peers is None else peers
     budget, min_reps, max_reps = (0.15, 5, 50) if quick else (0.6, 10, 400)
@@ -266,7 +273,7 @@ def run(cases: List[Case], threads: int, quick: bool = False, peers: Optional[Li
     rows = []
     for case, layout in work:
         x = rng.standard_normal(case.shape, dtype=np.float32).astype(case.dtype)
-        impls = {"avgpool": _avgpool_fn(case, x, layout, threads)}
+        impls = {"avgpool": _avgpool_fn(case, x, layout, threads, reuse_out)}
         for peer in peers:
             try:
                 fn = PEERS[peer](case, x, layout, threads)
@@ -316,7 +323,7 @@ def run(cases: List[Case], threads: int, quick: bool = False, peers: Optional[Li
                                    default=None),
     }
     return {"avgpool": avgpool.info(), "threads": threads, "copy_gbps": bandwidth,
-            "peers": peers, "rows": rows, "summary": summary}
+            "reuse_out": reuse_out, "peers": peers, "rows": rows, "summary": summary}
 
 
 class _NoBar:
@@ -359,7 +366,9 @@ class _TextBar:
 def format_table(result: dict) -> str:
     peers = result["peers"]
     head = (f"avgpool {result['avgpool']['version']} isa={result['avgpool']['isa']} "
-            f"threads={result['threads']} copy bandwidth {result['copy_gbps']:.1f} GB/s\n")
+            f"threads={result['threads']} copy bandwidth {result['copy_gbps']:.1f} GB/s, avgpool "
+            + ("writes into a reused out= buffer" if result["reuse_out"] else "allocates its output")
+            + "\n")
     cols = ["case", "layout", "avgpool us (min)", "GB/s", "%bw"] + [f"{p} us" for p in peers] + \
         ["best peer", "ratio"]
     lines = [cols]
@@ -421,7 +430,8 @@ def main(args) -> int:
         print(f"no case matches {args.cases!r}", file=sys.stderr)
         return 2
     threads = args.threads or os.cpu_count() or 1
-    result = run(cases, threads, quick=args.quick, progress=not args.no_progress)
+    result = run(cases, threads, quick=args.quick, progress=not args.no_progress,
+                 reuse_out=not args.alloc)
     print(format_table(result))
     if args.json:
         with open(args.json, "w") as f:
