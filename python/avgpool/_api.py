@@ -19,7 +19,7 @@ _BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 _core.register_bfloat16(_BFLOAT16)
 
 
-def _is_torch(x) -> bool:
+def is_torch(x) -> bool:
     return type(x).__module__.startswith("torch")
 
 
@@ -35,7 +35,7 @@ def _torch_to_numpy(t):
     return t.numpy()
 
 
-def _numpy_to_torch(a):
+def numpy_to_torch(a):
     import torch
 
     if a.dtype == _BFLOAT16:
@@ -47,7 +47,7 @@ def as_array(x) -> np.ndarray:
     """Any array-like as an ndarray without copying when possible."""
     if type(x) is np.ndarray:
         return x
-    if _is_torch(x):
+    if is_torch(x):
         return _torch_to_numpy(x)
     if hasattr(x, "__dlpack__"):
         try:
@@ -66,7 +66,7 @@ def _run(core_desc, x, layout, out, num_threads):
     if type(x) is np.ndarray:
         return core_desc.run(x, layout, out, num_threads)
     y = core_desc.run(as_array(x), layout, out, num_threads)
-    return _numpy_to_torch(y) if out is None and _is_torch(x) else y
+    return numpy_to_torch(y) if out is None and is_torch(x) else y
 
 
 def average_pool(x, desc: AveragePoolingDesc, *, layout: str = "NCHW", out=None, num_threads=None):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from ._api import adaptive_average_pool, as_array, average_pool
+from ._api import as_array, is_torch, numpy_to_torch
 from ._desc import AdaptiveAveragePoolingDesc, AveragePoolingDesc, as_int
 from ._frontend import ceil_div, flag
 
@@ -31,19 +31,25 @@ def _expand(value, name, rank, allow_none=False):
 
 
 def _batched(x, rank, fname):
-    """(x with a batch axis, its array, whether one was added); checks the rank."""
+    """(x as an ndarray with a batch axis, whether one was added); checks the rank."""
     a = as_array(x)
     if a.ndim == rank + 1:
-        return (x[None] if type(x).__module__.startswith("torch") else a[None]), a, True
+        return a[None], True
     if a.ndim != rank + 2:
         raise ValueError(f"{fname}: x must be {rank + 1}-D (C, ...) or {rank + 2}-D (N, C, ...), "
                          f"got shape {a.shape}")
-    return x, a, False
+    return a, False
+
+
+def _finish(x, y, unbatched):
+    """Drop an added batch axis; torch tensors in give torch tensors out."""
+    y = y[0] if unbatched else y
+    return numpy_to_torch(y) if is_torch(x) else y
 
 
 def _avg_pool(x, rank, fname, kernel_size, stride, padding, ceil_mode, count_include_pad,
               divisor_override):
-    x, a, unbatched = _batched(x, rank, fname)
+    a, unbatched = _batched(x, rank, fname)
     kernel = _expand(kernel_size, "kernel_size", rank)
     strides = kernel if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) \
         else _expand(stride, "stride", rank)
@@ -52,8 +58,7 @@ def _avg_pool(x, rank, fname, kernel_size, stride, padding, ceil_mode, count_inc
     spatial = a.shape[-rank:]
     desc = _pool_desc(spatial, kernel, strides, pads, flag(ceil_mode, "ceil_mode"),
                       flag(count_include_pad, "count_include_pad"), override)
-    y = average_pool(x, desc)
-    return y[0] if unbatched else y
+    return _finish(x, desc._c.run(a, "NCHW", None, None), unbatched)
 
 
 @lru_cache(maxsize=256)
@@ -134,13 +139,12 @@ def avg_pool3d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_in
 
 
 def _adaptive(x, rank, fname, output_size):
-    x, a, unbatched = _batched(x, rank, fname)
+    a, unbatched = _batched(x, rank, fname)
     sizes = _expand(output_size, "output_size", rank, allow_none=True)
     spatial = a.shape[-rank:]
     sizes = tuple(spatial[i] if v is None else v for i, v in enumerate(sizes))
     desc = _adaptive_desc(sizes)
-    y = adaptive_average_pool(x, desc)
-    return y[0] if unbatched else y
+    return _finish(x, desc._c.run(a, "NCHW", None, None), unbatched)
 
 
 @lru_cache(maxsize=256)
