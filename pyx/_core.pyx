@@ -78,15 +78,19 @@ cdef int _threads(num_threads) except -1:
 
 
 
-cdef cnp.ndarray _output(cnp.ndarray a, tuple shape, out):
-    """A new output array, or `out` checked against shape, dtype, layout and overlap."""
+cdef cnp.ndarray _output(cnp.ndarray a, tuple shape, out, x):
+    """A new output array, or `out` checked against shape, dtype, layout and overlap with the
+    array `a` the kernel reads and the caller's `x` (of which `a` may be a copy)."""
     cdef cnp.ndarray y
     cdef cnp.npy_intp dims[5]
     cdef int i
     if out is None:
         for i in range(len(shape)):
             dims[i] = shape[i]
-        return cnp.PyArray_EMPTY(len(shape), dims, cnp.PyArray_TYPE(a), 0)
+        try:
+            return cnp.PyArray_EMPTY(len(shape), dims, cnp.PyArray_TYPE(a), 0)
+        except ValueError:  # numpy: "array is too big"
+            raise ValueError(f"x: the output of shape {shape} is too big for a numpy array") from None
     if type(out) is not np.ndarray:
         raise TypeError(f"out must be a numpy.ndarray, got {type(out).__name__}")
     if out.shape != shape:
@@ -99,7 +103,7 @@ cdef cnp.ndarray _output(cnp.ndarray a, tuple shape, out):
         raise ValueError("out must be C-contiguous")
     if not cnp.PyArray_ISWRITEABLE(y):
         raise ValueError("out must be writeable")
-    if np.may_share_memory(a, y):
+    if np.may_share_memory(a, y) or (x is not a and np.may_share_memory(x, y)):
         raise ValueError("out must not overlap x")
     return y
 
@@ -271,7 +275,7 @@ cdef class PoolDesc:
         cdef ap_status s = ap_pool_output_sizes(&self.c, &t, sizes)
         if s != AP_OK:
             self._fail(s, &t)
-        cdef cnp.ndarray y = _output(a, _shape(&t, sizes), out)
+        cdef cnp.ndarray y = _output(a, _shape(&t, sizes), out, x)
         cdef int nt = _threads(num_threads)
         cdef const void *xp = cnp.PyArray_DATA(a)
         cdef void *yp = cnp.PyArray_DATA(y)
@@ -296,8 +300,18 @@ cdef class AdaptiveDesc:
         _tensor(&t, shape, self.c.rank, _layout(layout))
         cdef ap_status s = ap_adaptive_output_sizes(&self.c, &t, out)
         if s != AP_OK:
-            _raise(s, "", "output_sizes" if s == AP_ERR_OVERFLOW else None)
+            self._fail(s, &t)
         return _shape(&t, out)
+
+    cdef int _fail(self, ap_status status, const ap_tensor_desc *t) except -1:
+        """Raise for status; an overflow is the input's own or that of output_sizes."""
+        cdef int a
+        if status == AP_ERR_OVERFLOW:
+            elements = int(t.batch) * int(t.channels) * 8  # Python integers: no overflow
+            for a in range(t.rank):
+                elements *= int(t.sizes[a])
+            _raise(status, "", "x" if elements > 2**63 - 1 else "output_sizes")
+        _raise(status)
 
     def run(self, x, layout, out, num_threads):
         """Pool the ndarray x into out (or a new array); validates everything but the desc."""
@@ -308,13 +322,13 @@ cdef class AdaptiveDesc:
         _tensor(&t, (<object>a).shape, self.c.rank, _layout(layout))
         cdef ap_status s = ap_adaptive_output_sizes(&self.c, &t, sizes)
         if s != AP_OK:
-            _raise(s, "", "output_sizes" if s == AP_ERR_OVERFLOW else None)
-        cdef cnp.ndarray y = _output(a, _shape(&t, sizes), out)
+            self._fail(s, &t)
+        cdef cnp.ndarray y = _output(a, _shape(&t, sizes), out, x)
         cdef int nt = _threads(num_threads)
         cdef const void *xp = cnp.PyArray_DATA(a)
         cdef void *yp = cnp.PyArray_DATA(y)
         with nogil:
             s = ap_adaptive_avgpool(&self.c, &t, dtype, xp, yp, nt)
         if s != AP_OK:
-            _raise(s)
+            self._fail(s, &t)
         return y

@@ -114,11 +114,11 @@ def adaptive_average_pool(x, desc_or_output_sizes, *, layout: str = "NCHW", out=
 
 
 def _adaptive_desc(sizes):
-    """Descriptors for plain output sizes, built once per distinct tuple."""
-    try:
+    """Descriptors for plain output sizes, built once per distinct tuple of ints (only exact
+    ints: 2.0 or True hash like 2 and 1 but must raise TypeError)."""
+    if type(sizes) is tuple and all(type(v) is int for v in sizes):
         return _adaptive_cache(sizes)
-    except TypeError:  # unhashable: validate uncached
-        return AdaptiveAveragePoolingDesc(sizes)
+    return AdaptiveAveragePoolingDesc(sizes)
 
 
 @lru_cache(maxsize=256)

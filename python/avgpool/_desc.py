@@ -6,6 +6,8 @@ import operator
 from dataclasses import dataclass, field
 from typing import Optional, Sequence, Tuple
 
+import numpy as np
+
 from . import _core
 
 __all__ = ["AveragePoolingDesc", "AdaptiveAveragePoolingDesc"]
@@ -43,9 +45,12 @@ def _at_least(values: Tuple[int, ...], low: int, name: str) -> None:
 
 
 def _as_bool(value, name: str) -> bool:
-    if isinstance(value, bool) or value in (0, 1):
+    """A bool attribute: bool, numpy.bool_ or the integers 0 and 1."""
+    if isinstance(value, (bool, np.bool_)):
         return bool(value)
-    raise TypeError(f"{name} must be a bool, got {value!r}")
+    if isinstance(value, (int, np.integer)) and value in (0, 1):
+        return bool(value)
+    raise TypeError(f"{name} must be a bool (or 0 / 1), got {type(value).__name__} {value!r}")
 
 
 @dataclass(frozen=True)
@@ -114,6 +119,12 @@ class AveragePoolingDesc:
                 raise ValueError("divisor_override must be non-zero")
             if not -_INT64_MAX <= override <= _INT64_MAX:
                 raise ValueError(f"divisor_override must fit in int64, got {override}")
+        product = 1
+        for k in window:
+            product *= k
+        if product > _INT64_MAX:
+            raise ValueError("window_size: the window's size (the product of its entries) must fit "
+                             "in int64")
         for i, (k, d) in enumerate(zip(window, dilations)):
             if (k - 1) * d + 1 > _INT64_MAX:
                 raise ValueError(f"window_size/dilations: the effective window (window_size[{i}] - 1)"

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from typing import Optional, Tuple
+
+import numpy as np
 
 from ._desc import as_int, as_ints
 
-__all__ = ["per_axis", "flag", "choice", "ceil_div", "same_padding", "pooled_size", "spatial_shape"]
+__all__ = ["per_axis", "flag", "choice", "ceil_div", "same_padding", "pooled_size", "spatial_shape",
+           "renamed"]
 
 
 def per_axis(value, name: str, rank: int, default: Optional[int] = None, low: int = 0) -> Tuple[int, ...]:
@@ -19,13 +23,15 @@ def per_axis(value, name: str, rank: int, default: Optional[int] = None, low: in
     for i, v in enumerate(values):
         if v < low:
             raise ValueError(f"{name}[{i}] must be >= {low}, got {v}")
+        if v > 2**63 - 1:
+            raise ValueError(f"{name}[{i}] must fit in int64, got {v}")
     return values
 
 
 def flag(value, name: str) -> bool:
     """A 0/1 or bool attribute."""
-    if isinstance(value, bool):
-        return value
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
     v = as_int(value, name)
     if v not in (0, 1):
         raise ValueError(f"{name} must be 0 or 1, got {v}")
@@ -50,6 +56,8 @@ def ceil_div(a: int, b: int) -> int:
 
 def same_padding(size: int, ek: int, stride: int, upper: bool) -> Tuple[int, int, int]:
     """(start pad, end pad, output size) of SAME_UPPER / SAME_LOWER auto padding."""
+    if size < 1:
+        raise ValueError(f"x: spatial sizes must be >= 1 for SAME padding, got {size}")
     out = ceil_div(size, stride)
     total = max(0, (out - 1) * stride + ek - size)
     small = total // 2
@@ -57,8 +65,11 @@ def same_padding(size: int, ek: int, stride: int, upper: bool) -> Tuple[int, int
 
 
 def pooled_size(size: int, ek: int, stride: int, pb: int, pe: int, ceil: bool, name: str,
-                axis: int) -> int:
+                axis: int, pads_name: str = "pads") -> int:
     """``floor`` or ``ceil`` of ``(size + pb + pe - ek) / stride``, plus one."""
+    if size + pb + pe > 2**63 - 1:
+        raise ValueError(f"{pads_name}: the padded size {size} + {pb} + {pe} of spatial axis "
+                         f"{axis} must fit in int64")
     span = size + pb + pe - ek
     if span < 0:
         raise ValueError(
@@ -74,3 +85,19 @@ def spatial_shape(a, rank: int, name: str) -> Tuple[int, ...]:
             f"x: expected a {rank + 2}-D input (N, C, {rank} spatial axes) to match {name} with "
             f"{rank} entries, got shape {a.shape}")
     return a.shape[2:]
+
+
+def renamed(names):
+    """A context manager that rewrites the core's argument names in a ValueError / TypeError
+    (``window_size`` -> ``kernel_shape``, ...) into the front end's own."""
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
+
+    class _Renamed:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, kind, exc, tb):
+            if kind in (ValueError, TypeError):
+                raise kind(pattern.sub(lambda m: names[m.group(1)], str(exc))) from None
+            return False
+    return _Renamed()

@@ -10,7 +10,11 @@ from functools import lru_cache
 
 from ._api import as_array, is_torch, numpy_to_torch
 from ._desc import AdaptiveAveragePoolingDesc, AveragePoolingDesc, as_int
-from ._frontend import ceil_div, flag
+from ._frontend import ceil_div, flag, renamed
+
+# the core's argument names in error messages, as torch calls them
+_NAMES = {"window_size": "kernel_size", "strides": "stride", "start_padding": "padding",
+          "end_padding": "padding", "output_sizes": "kernel_size/stride/padding"}
 
 __all__ = ["avg_pool1d", "avg_pool2d", "avg_pool3d",
            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d"]
@@ -56,9 +60,10 @@ def _avg_pool(x, rank, fname, kernel_size, stride, padding, ceil_mode, count_inc
     pads = _expand(padding, "padding", rank)
     override = None if divisor_override is None else as_int(divisor_override, "divisor_override")
     spatial = a.shape[-rank:]
-    desc = _pool_desc(spatial, kernel, strides, pads, flag(ceil_mode, "ceil_mode"),
-                      flag(count_include_pad, "count_include_pad"), override)
-    return _finish(x, desc._c.run(a, "NCHW", None, None), unbatched)
+    with renamed(_NAMES):
+        desc = _pool_desc(spatial, kernel, strides, pads, flag(ceil_mode, "ceil_mode"),
+                          flag(count_include_pad, "count_include_pad"), override)
+        return _finish(x, desc._c.run(a, "NCHW", None, None), unbatched)
 
 
 @lru_cache(maxsize=256)
@@ -143,8 +148,9 @@ def _adaptive(x, rank, fname, output_size):
     sizes = _expand(output_size, "output_size", rank, allow_none=True)
     spatial = a.shape[-rank:]
     sizes = tuple(spatial[i] if v is None else v for i, v in enumerate(sizes))
-    desc = _adaptive_desc(sizes)
-    return _finish(x, desc._c.run(a, "NCHW", None, None), unbatched)
+    with renamed({"output_sizes": "output_size"}):
+        desc = _adaptive_desc(sizes)
+        return _finish(x, desc._c.run(a, "NCHW", None, None), unbatched)
 
 
 @lru_cache(maxsize=256)

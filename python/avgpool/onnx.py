@@ -18,11 +18,14 @@ from functools import lru_cache
 from . import _api
 from ._api import as_array
 from ._desc import AdaptiveAveragePoolingDesc, AveragePoolingDesc, as_ints
-from ._frontend import choice, flag, pooled_size, per_axis, same_padding, spatial_shape
+from ._frontend import choice, flag, per_axis, pooled_size, renamed, same_padding, spatial_shape
 
 __all__ = ["average_pool", "global_average_pool"]
 
 _AUTO_PAD = ("notset", "valid", "same_upper", "same_lower")
+# the core's argument names in error messages, as ONNX calls them
+_NAMES = {"window_size": "kernel_shape", "start_padding": "pads", "end_padding": "pads",
+          "output_sizes": "kernel_shape/strides/pads"}
 
 
 def average_pool(x, kernel_shape, *, strides=None, pads=None, auto_pad="NOTSET", ceil_mode=0,
@@ -47,14 +50,15 @@ def average_pool(x, kernel_shape, *, strides=None, pads=None, auto_pad="NOTSET",
     """
     a = as_array(x)
     kernel = as_ints(kernel_shape, "kernel_shape")
-    desc = _pool_desc(
-        tuple(spatial_shape(a, len(kernel), "kernel_shape")), kernel,
-        None if strides is None else as_ints(strides, "strides"),
-        None if pads is None else as_ints(pads, "pads"),
-        choice(auto_pad, "auto_pad", _AUTO_PAD), flag(ceil_mode, "ceil_mode"),
-        flag(count_include_pad, "count_include_pad"),
-        None if dilations is None else as_ints(dilations, "dilations"))
-    return _api.average_pool(x, desc)
+    with renamed(_NAMES):
+        desc = _pool_desc(
+            tuple(spatial_shape(a, len(kernel), "kernel_shape")), kernel,
+            None if strides is None else as_ints(strides, "strides"),
+            None if pads is None else as_ints(pads, "pads"),
+            choice(auto_pad, "auto_pad", _AUTO_PAD), flag(ceil_mode, "ceil_mode"),
+            flag(count_include_pad, "count_include_pad"),
+            None if dilations is None else as_ints(dilations, "dilations"))
+        return _api.average_pool(x, desc)
 
 
 @lru_cache(maxsize=256)
@@ -70,6 +74,9 @@ def _pool_desc(spatial, kernel, strides, pads, auto_pad, ceil_mode, count_includ
     for a in range(rank):
         size, k, s = spatial[a], kernel[a], strides[a]
         ek = (k - 1) * dilations[a] + 1
+        if ek > 2**63 - 1:
+            raise ValueError(f"kernel_shape/dilations: the effective kernel (kernel_shape[{a}] - 1) "
+                             f"* dilations[{a}] + 1 must fit in int64")
         if auto_pad in ("same_upper", "same_lower"):
             pb, pe, out = same_padding(size, ek, s, auto_pad == "same_upper")
         else:

@@ -24,12 +24,15 @@ import numpy as np
 
 from ._api import adaptive_average_pool, as_array, average_pool
 from ._desc import AdaptiveAveragePoolingDesc, AveragePoolingDesc, as_ints
-from ._frontend import choice, flag, pooled_size, per_axis, same_padding, spatial_shape
+from ._frontend import choice, flag, per_axis, pooled_size, renamed, same_padding, spatial_shape
 
 __all__ = ["avg_pool", "adaptive_avg_pool"]
 
 _AUTO_PAD = ("explicit", "notset", "same_upper", "same_lower", "valid")
 _ROUNDING = ("floor", "ceil", "ceil_torch")
+# the core's argument names in error messages, as OpenVINO calls them
+_NAMES = {"window_size": "kernel", "start_padding": "pads_begin", "end_padding": "pads_end",
+          "output_sizes": "kernel/strides/pads"}
 
 
 def avg_pool(x, kernel, *, strides, pads_begin, pads_end, exclude_pad, rounding_type="floor",
@@ -54,12 +57,13 @@ def avg_pool(x, kernel, *, strides, pads_begin, pads_end, exclude_pad, rounding_
     """
     a = as_array(x)
     kernel = as_ints(kernel, "kernel")
-    desc = _pool_desc(
-        tuple(spatial_shape(a, len(kernel), "kernel")), kernel, as_ints(strides, "strides"),
-        as_ints(pads_begin, "pads_begin"), as_ints(pads_end, "pads_end"),
-        flag(exclude_pad, "exclude_pad"), choice(rounding_type, "rounding_type", _ROUNDING),
-        choice(auto_pad, "auto_pad", _AUTO_PAD))
-    return average_pool(x, desc)
+    with renamed(_NAMES):
+        desc = _pool_desc(
+            tuple(spatial_shape(a, len(kernel), "kernel")), kernel, as_ints(strides, "strides"),
+            as_ints(pads_begin, "pads_begin"), as_ints(pads_end, "pads_end"),
+            flag(exclude_pad, "exclude_pad"), choice(rounding_type, "rounding_type", _ROUNDING),
+            choice(auto_pad, "auto_pad", _AUTO_PAD))
+        return average_pool(x, desc)
 
 
 @lru_cache(maxsize=256)
@@ -69,8 +73,12 @@ def _pool_desc(spatial, kernel, strides, pads_begin, pads_end, exclude_pad, roun
         raise ValueError(f"kernel must have 1, 2 or 3 entries, got {rank}")
     kernel = per_axis(kernel, "kernel", rank, low=1)
     strides = per_axis(strides, "strides", rank, low=1)
-    pads_begin = per_axis(pads_begin, "pads_begin", rank, low=0)
-    pads_end = per_axis(pads_end, "pads_end", rank, low=0)
+    if auto_pad in ("explicit", "notset"):
+        pads_begin = per_axis(pads_begin, "pads_begin", rank, low=0)
+        pads_end = per_axis(pads_end, "pads_end", rank, low=0)
+    else:  # ignored, as OpenVINO ignores them: only their length is checked
+        as_ints(pads_begin, "pads_begin", rank)
+        as_ints(pads_end, "pads_end", rank)
     begin, end, outs = [], [], []
     for a in range(rank):
         size, k, s = spatial[a], kernel[a], strides[a]
@@ -83,7 +91,8 @@ def _pool_desc(spatial, kernel, strides, pads_begin, pads_end, exclude_pad, roun
                     f"pads_begin/pads_end: with exclude_pad every padding must be smaller than the "
                     f"kernel, got pads {pb}, {pe} for kernel {k} on spatial axis {a}")
         # every auto_pad mode applies rounding_type to the padded size, as OpenVINO does
-        out = pooled_size(size, k, s, pb, pe, rounding != "floor", "kernel", a)
+        out = pooled_size(size, k, s, pb, pe, rounding != "floor", "kernel", a,
+                          "pads_begin/pads_end")
         if rounding == "ceil_torch" and (out - 1) * s >= size + pb:
             out -= 1  # the last window would start in the right padding
         begin.append(pb)
@@ -118,7 +127,8 @@ def adaptive_avg_pool(x, output_size):
     sizes = as_ints(output_size, "output_size")
     a = as_array(x)
     spatial_shape(a, len(sizes), "output_size")
-    return adaptive_average_pool(x, _adaptive_desc(sizes))
+    with renamed({"output_sizes": "output_size"}):
+        return adaptive_average_pool(x, _adaptive_desc(sizes))
 
 
 @lru_cache(maxsize=256)
