@@ -275,8 +275,8 @@ cdef class PoolDesc:
         cdef ap_status s = ap_pool_output_sizes(&self.c, &t, sizes)
         if s != AP_OK:
             self._fail(s, &t)
+        cdef int nt = _threads(num_threads)  # before allocating: a bad value costs nothing
         cdef cnp.ndarray y = _output(a, _shape(&t, sizes), out, x)
-        cdef int nt = _threads(num_threads)
         cdef const void *xp = cnp.PyArray_DATA(a)
         cdef void *yp = cnp.PyArray_DATA(y)
         with nogil:
@@ -323,8 +323,8 @@ cdef class AdaptiveDesc:
         cdef ap_status s = ap_adaptive_output_sizes(&self.c, &t, sizes)
         if s != AP_OK:
             self._fail(s, &t)
+        cdef int nt = _threads(num_threads)  # before allocating: a bad value costs nothing
         cdef cnp.ndarray y = _output(a, _shape(&t, sizes), out, x)
-        cdef int nt = _threads(num_threads)
         cdef const void *xp = cnp.PyArray_DATA(a)
         cdef void *yp = cnp.PyArray_DATA(y)
         with nogil:

@@ -4,10 +4,13 @@ import os
 
 from hypothesis import HealthCheck, settings
 
+# "ci" is derandomized: every run tries the same examples, so a CI result is reproducible
+# here; "long" explores new random examples each run.
 settings.register_profile(
     "ci",
     max_examples=200,
     deadline=None,
+    derandomize=True,
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile(

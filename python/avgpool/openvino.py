@@ -82,6 +82,8 @@ def _pool_desc(spatial, kernel, strides, pads_begin, pads_end, exclude_pad, roun
     begin, end, outs = [], [], []
     for a in range(rank):
         size, k, s = spatial[a], kernel[a], strides[a]
+        if size < 1:
+            raise ValueError(f"x: spatial sizes must be >= 1, got {size} on spatial axis {a}")
         if auto_pad in ("same_upper", "same_lower"):
             pb, pe, _ = same_padding(size, k, s, auto_pad == "same_upper")
         else:
