@@ -1441,17 +1441,19 @@ def model_openvino(v: Viol, x_shape, kernel, strides, pads_begin, pads_end, excl
         rank = None
     if rank is not None and len(x_shape) != rank + 2:
         v.add("x", "kernel")
+    auto = v.attempt(m_choice, auto_pad, "auto_pad", ("explicit", "notset", "same_upper",
+                                                       "same_lower", "valid"))
     vals = {}
     for name, value, low in (("kernel", kernel, 1), ("strides", strides, 1),
                              ("pads_begin", pads_begin, 0), ("pads_end", pads_end, 0)):
         e = v.attempt(m_ints, value, name, rank) if name != "kernel" else k
-        if e is not None and any(i < low or i > INT64_MAX for i in e):
+        if name.startswith("pads") and auto not in (None, "explicit", "notset"):
+            pass  # ignored by the other auto_pad modes (only their type and length count)
+        elif e is not None and any(i < low or i > INT64_MAX for i in e):
             v.add(name)  # >= low, and must fit in int64
         vals[name] = e
     excl = v.attempt(m_flag, exclude_pad, "exclude_pad")
     rounding = v.attempt(m_choice, rounding_type, "rounding_type", ("floor", "ceil", "ceil_torch"))
-    auto = v.attempt(m_choice, auto_pad, "auto_pad", ("explicit", "notset", "same_upper",
-                                                       "same_lower", "valid"))
     if v:
         return None
     k, s = vals["kernel"], vals["strides"]
@@ -1482,9 +1484,7 @@ def model_openvino(v: Viol, x_shape, kernel, strides, pads_begin, pads_end, excl
         if rounding == "ceil_torch" and (out - 1) * s[a] >= n + b:
             out -= 1
         if n < 1:
-            # Known bug (test_openvino_zero_size_names_x below): with ceil_torch the error may
-            # be 'kernel/strides/pads[0] must be >= 1, got 0'
-            v.add("x", "kernel")
+            v.add("x")
         pb.append(b)
         pe.append(e)
         outs.append(out)
@@ -1920,4 +1920,11 @@ def test_openvino_zero_size_names_x():
     with pytest.raises(ValueError) as e:
         openvino.avg_pool(np.zeros((1, 1, 0), np.float32), [3], strides=[1], pads_begin=[0],
                           pads_end=[3], exclude_pad=False, rounding_type="ceil_torch")
+    assert names_one_of(str(e.value), ["x"]), str(e.value)
+
+
+def test_onnx_ceil_zero_size_names_x():
+    # found by the fuzz: ceil_mode dropped the only window and the error named the attributes
+    with pytest.raises(ValueError) as e:
+        av_onnx.average_pool(np.zeros((1, 1, 0), np.float32), [1], pads=[0, 1], ceil_mode=1)
     assert names_one_of(str(e.value), ["x"]), str(e.value)

@@ -73,6 +73,8 @@ def _pool_desc(spatial, kernel, strides, pads, auto_pad, ceil_mode, count_includ
     begin, end, outs = [], [], []
     for a in range(rank):
         size, k, s = spatial[a], kernel[a], strides[a]
+        if size < 1:
+            raise ValueError(f"x: spatial sizes must be >= 1, got {size} on spatial axis {a}")
         ek = (k - 1) * dilations[a] + 1
         if ek > 2**63 - 1:
             raise ValueError(f"kernel_shape/dilations: the effective kernel (kernel_shape[{a}] - 1) "

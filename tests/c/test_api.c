@@ -746,6 +746,17 @@ static int core_bugs(void) {
                 CHECK(y4[oh * 8 + ow] == want, "[%s] inf in a tall window: y[%d][%d] = %g, expected %g",
                       cur_isa, oh, ow, y4[oh * 8 + ow], want);
             }
+        /* 5. simd_impl.inc ap_avgpool_nchw_*: the row buffer length (last
+         * window's extent + vector slack) overflowed int64 (UB) for an
+         * effective window of INT64_MAX (found by libFuzzer); such rows now
+         * go to the scalar kernel. Window 2^62 with dilation 2 from position
+         * -2 sums x[0], x[2], ..., x[8]. */
+        t = tensor(1, 1, 1, 9, 0, 0, AP_LAYOUT_NCHW);
+        d = pool(1, INT64_C(1) << 62, 13, 2, INT64_MAX - 11);
+        d.dilations[0] = 2;
+        float x5[9] = {1, 100, 2, 100, 3, 100, 4, 100, 5}, y5[1] = {-1};
+        CHECK_STATUS(ap_avgpool_f32(&d, &t, x5, y5, 1), AP_OK);
+        CHECK(y5[0] == 3, "[%s] window of extent INT64_MAX: %g, expected 3", cur_isa, y5[0]);
     }
     ap_set_isa("auto");
     return tu_exit("test_api --core-bugs");
