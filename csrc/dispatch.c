@@ -171,6 +171,34 @@ const char *ap_version(void) {
     return AP_STR(AP_VERSION_MAJOR) "." AP_STR(AP_VERSION_MINOR) "." AP_STR(AP_VERSION_PATCH);
 }
 
+/* Set by CMakeLists.txt; other builds (the fuzz harness) say "unknown". */
+#ifndef AP_BUILD_COMPILER
+#define AP_BUILD_COMPILER "unknown"
+#endif
+#ifndef AP_BUILD_TYPE
+#define AP_BUILD_TYPE "unknown"
+#endif
+#ifndef AP_BUILD_FLAGS
+#define AP_BUILD_FLAGS "unknown"
+#endif
+#if defined(AP_HAVE_X86_KERNELS)
+#define AP_BUILD_KERNELS "scalar avx2 avx512"
+#elif defined(AP_HAVE_NEON_KERNELS)
+#define AP_BUILD_KERNELS "scalar neon"
+#else
+#define AP_BUILD_KERNELS "scalar"
+#endif
+#ifdef _OPENMP
+#define AP_BUILD_OPENMP AP_STR(_OPENMP)
+#else
+#define AP_BUILD_OPENMP "off"
+#endif
+
+const char *ap_build_info(void) {
+    return "compiler: " AP_BUILD_COMPILER "; build type: " AP_BUILD_TYPE "; flags: " AP_BUILD_FLAGS
+           "; kernels: " AP_BUILD_KERNELS "; openmp: " AP_BUILD_OPENMP;
+}
+
 const char *ap_isa(void) {
     const ap_kernel_table *t = ap_kernels();
     return t ? t->isa : "unavailable";

@@ -65,6 +65,7 @@ cdef extern from "avgpool.h" nogil:
     ap_status ap_adaptive_avgpool(const ap_adaptive_desc *desc, const ap_tensor_desc *input,
                                   ap_dtype dtype, const void *x, void *y, int num_threads)
     const char *ap_version()
+    const char *ap_build_info()
     const char *ap_isa()
     ap_status ap_set_isa(const char *name)
     int ap_openmp_enabled()

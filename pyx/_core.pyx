@@ -140,6 +140,10 @@ def version():
     return ap_version().decode()
 
 
+def build_info():
+    return ap_build_info().decode()
+
+
 def isa():
     return ap_isa().decode()
 

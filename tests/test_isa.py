@@ -127,6 +127,18 @@ def test_env_forces_path(name):
     assert out == name
 
 
+def test_info_command_reports_build_and_path():
+    out = subprocess.run([sys.executable, "-m", "avgpool", "info"], capture_output=True, text=True,
+                         check=True).stdout
+    rows = (line.partition(" ") for line in out.splitlines())
+    fields = {key: value.strip() for key, _, value in rows}
+    assert fields["version"] == avgpool.__version__
+    assert "compiler: " in fields["build"] and "flags: " in fields["build"]
+    compiled = fields["build"].split("kernels: ")[1].split(";")[0].split()
+    assert fields["isa"] in compiled and "scalar" in compiled
+    assert "-march=native" not in fields["build"]
+
+
 def test_env_unavailable_path_fails_at_import():
     code = "import avgpool"
     proc = subprocess.run([sys.executable, "-c", code], env={**os.environ, "AVGPOOL_ISA": "sse9"},

@@ -231,6 +231,11 @@ AP_API ap_status ap_adaptive_avgpool_bf16(const ap_adaptive_desc *desc,
 /* Library version "MAJOR.MINOR.PATCH" (static string), equal to the
  * AP_VERSION_* macros of the header it was built with. */
 AP_API const char *ap_version(void);
+/* How the library was built (static string), e.g. "compiler: GNU 12.2.0;
+ * build type: Release; flags: -O3 -DNDEBUG; kernels: scalar avx2 avx512;
+ * openmp: 201511": the kernels compiled in, not the ones this CPU can run
+ * (ap_isa says which one is used). */
+AP_API const char *ap_build_info(void);
 /* Instruction set the kernels use ("scalar", "avx2", "avx512", "neon"), or
  * "unavailable" when AVGPOOL_ISA names one this CPU or build lacks (static
  * string). Chosen at the first call of ap_isa or of a pooling function:

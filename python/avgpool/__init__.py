@@ -63,11 +63,13 @@ def get_cmake_dir() -> str:
 
 
 def info() -> dict:
-    """Version, kernel instruction set and threading of this build."""
+    """Version, build (compiler, flags, kernels compiled in), the kernel instruction set in use and
+    the thread settings."""
     import os
 
     return {
         "version": __version__,
+        "build": _core.build_info(),
         "isa": _core.isa(),
         "openmp": _core.openmp_enabled(),
         "max_threads": _core.max_threads(),

@@ -7,7 +7,7 @@ import sys
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m avgpool")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("info", help="print version, kernel instruction set and thread settings")
+    sub.add_parser("info", help="print version, build flags, kernel instruction set and thread settings")
     bench = sub.add_parser("bench", help="time avgpool against the installed peers")
     bench.add_argument("--threads", type=int, default=None,
                        help="threads for avgpool and every peer (default: all cores)")

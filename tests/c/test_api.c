@@ -662,8 +662,13 @@ static void test_build_info(void) {
     int known = 0;
     for (int i = 0; i < TU_N_ISAS; ++i) known |= strcmp(isa, tu_isas[i]) == 0;
     CHECK(known, "ap_isa() = %s", isa);
-    printf("version %s, isa %s, openmp %d, max threads %d\n", ap_version(), isa,
-           ap_openmp_enabled(), ap_max_threads());
+    /* the ISA in use was compiled in; OpenMP is reported as the library saw it */
+    const char *build = ap_build_info();
+    CHECK(strstr(build, "kernels: ") && strstr(build, isa), "ap_build_info() = %s", build);
+    CHECK((strstr(build, "openmp: off") == NULL) == (ap_openmp_enabled() == 1),
+          "ap_build_info() = %s, ap_openmp_enabled() = %d", build, ap_openmp_enabled());
+    printf("version %s, isa %s, openmp %d, max threads %d\nbuild %s\n", ap_version(), isa,
+           ap_openmp_enabled(), ap_max_threads(), build);
 }
 
 /* AVGPOOL_ISA names no instruction set: computing calls fail until
