@@ -340,3 +340,13 @@ def test_3d_window_larger_than_input():
                  TF.avg_pool2d(torch.from_numpy(x[0]), (1, 2), padding=(0, 1)))
     assert_close(AF.avg_pool1d(x[0, 0], 2, padding=1), TF.avg_pool1d(torch.from_numpy(x[0, 0]), 2,
                                                                   padding=1))
+
+
+def test_tensor_requiring_grad_is_read_not_changed():
+    t = torch.arange(32, dtype=torch.float32).reshape(1, 2, 4, 4).requires_grad_()
+    before = t.detach().clone()
+    y = AF.avg_pool2d(t, 2)
+    want = torch.nn.functional.avg_pool2d(before, 2)
+    assert isinstance(y, torch.Tensor) and not y.requires_grad
+    assert torch.equal(y, want)
+    assert torch.equal(t.detach(), before) and t.requires_grad

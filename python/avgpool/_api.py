@@ -27,10 +27,11 @@ def _torch_to_numpy(t):
     """A numpy view of a CPU torch tensor (bfloat16 through an int16 view)."""
     import torch
 
-    t = t.detach()
-    if t.device.type != "cpu":
+    if t.requires_grad:  # checked first: detach() alone costs more than the rest of this
+        t = t.detach()
+    if not t.is_cpu:
         raise ValueError(f"x: only CPU tensors are supported, got device {t.device}")
-    if t.dtype == torch.bfloat16:
+    if t.dtype is torch.bfloat16:
         return t.view(torch.int16).numpy().view(_BFLOAT16)
     return t.numpy()
 

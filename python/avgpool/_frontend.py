@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Optional, Tuple
 
 import numpy as np
@@ -87,17 +88,31 @@ def spatial_shape(a, rank: int, name: str) -> Tuple[int, ...]:
     return a.shape[2:]
 
 
+class _Renamed:
+    """Context manager behind :func:`renamed`; holds no per-use state, so one instance serves
+    every call."""
+
+    def __init__(self, names):
+        self.names = dict(names)
+        self.pattern = re.compile(r"\b(" + "|".join(map(re.escape, self.names)) + r")\b")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if kind in (ValueError, TypeError):
+            message = self.pattern.sub(lambda m: self.names[m.group(1)], str(exc))
+            raise kind(message) from None
+        return False
+
+
+@lru_cache(maxsize=None)
+def _renamer(items) -> _Renamed:
+    return _Renamed(items)
+
+
 def renamed(names):
     """A context manager that rewrites the core's argument names in a ValueError / TypeError
-    (``window_size`` -> ``kernel_shape``, ...) into the front end's own."""
-    pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
-
-    class _Renamed:
-        def __enter__(self):
-            return self
-
-        def __exit__(self, kind, exc, tb):
-            if kind in (ValueError, TypeError):
-                raise kind(pattern.sub(lambda m: names[m.group(1)], str(exc))) from None
-            return False
-    return _Renamed()
+    (``window_size`` -> ``kernel_shape``, ...) into the front end's own. Built once per mapping:
+    it sits on every front-end call."""
+    return _renamer(tuple(names.items()))
