@@ -24,9 +24,9 @@ Any other exception, a crash or hang (``faulthandler`` aborts a call that runs p
 the wrong type, shape, dtype or value fails. A valid call whose output would exceed
 ``MAX_OUT_ELEMS`` elements is not run (for the core, its ``output_shape`` is checked instead).
 
-The bugs found so far are pinned by strict xfail tests at the end of this file; the fuzz tests
-tolerate exactly those behaviours (each place says which test pins it), so that a new bug is
-not hidden behind a known one.
+The bugs found so far are fixed and pinned by regression tests at the end of this file (a bug
+found but not yet fixed goes there as a strict xfail, and the model tolerates exactly that
+behaviour, saying which test pins it, so that a new bug is not hidden behind a known one).
 
 Examples per test: ``AVGPOOL_FUZZ_EXAMPLES`` (default 150; the test ids run once per kernel
 path). A long fuzz by hand, one kernel path at a time::
@@ -211,7 +211,7 @@ class Expect:
     override: Optional[int] = None
     may_fail: bool = False  # a product past int64 (the divisor): ValueError allowed too
     unbatched: bool = False
-    numpy_too_big: bool = False  # known bug: an empty output numpy cannot represent
+    numpy_too_big: bool = False  # an empty output numpy cannot represent: ValueError allowed
 
     @property
     def spatial_out(self):
@@ -1817,8 +1817,8 @@ def test_fuzz_functional_adaptive_avg_pool(data):
 
 
 # =============================================================================================
-# Regressions for the bugs the fuzzing found (open ones: strict xfail; the fuzz tests above
-# tolerate exactly those, where noted)
+# Regressions for the bugs the fuzzing found (all fixed; an open one would be a strict xfail
+# here, tolerated by the model above where noted)
 # =============================================================================================
 
 X5 = np.arange(1, 6, dtype=np.float32).reshape(1, 1, 5)
