@@ -31,6 +31,6 @@ clang "${flags[@]}" -fsanitize=fuzzer "${srcs[@]}" "${extra[@]}" tests/fuzz/fuzz
   -o "$out/fuzz_core"
 "$out/fuzz_core" -max_total_time="$secs" -seed="$seed" -max_len=512 -print_final_stats=1 \
   "$out/corpus" 2>&1 \
-  | grep -E "^(#[0-9]+ +DONE|stat::|INFO: seed|==[0-9]+==ERROR|SUMMARY)|Done [0-9]+ runs" || true
+  | grep -E "^(#[0-9]+ +DONE|stat::|INFO: Seed|==[0-9]+==ERROR|SUMMARY)|Done [0-9]+ runs" || true
 # libFuzzer exits non-zero (and writes crash-*) on any finding
 test -z "$(ls crash-* leak-* timeout-* 2>/dev/null)"

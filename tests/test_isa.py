@@ -182,13 +182,21 @@ def test_non_finite_entering_running_sums(simd, layout, value):
 @given(data=st.data(), dtype=st.sampled_from(DTYPES), seed=st.integers(0, 2**32 - 1))
 def test_same_windows_match_scalar(simd, data, dtype, seed):
     """'Same' windows (stride 1, output as large as the input, window < 8) take the whole-plane
-    path; every border column and row against the scalar oracle, with inf and NaN."""
+    path; every border column and row against the scalar oracle, with inf and NaN. 3-D inputs of
+    depth 1 too, whose depth window may be empty or hold padding (the path must then step aside:
+    a bug found by the fuzz tests)."""
     rank = data.draw(st.integers(1, 2))
     k = [data.draw(st.integers(1, 7)) for _ in range(rank)]
     spatial = [data.draw(st.integers(k[a], 40)) for a in range(rank)]
     pb = [data.draw(st.integers(0, k[a] - 1)) for a in range(rank)]
     pe = [k[a] - 1 - pb[a] for a in range(rank)]
-    desc = avgpool.AveragePoolingDesc(k, None, pb, pe, include_padding=data.draw(st.booleans()),
+    s = [1] * rank
+    if rank == 2 and data.draw(st.booleans()):  # depth 1, any valid depth window
+        kd = data.draw(st.integers(1, 3))
+        pbd = data.draw(st.integers(0, kd))
+        k, spatial, s = [kd] + k, [1] + spatial, [data.draw(st.integers(1, 2))] + s
+        pb, pe = [pbd] + pb, [data.draw(st.integers(max(0, kd - 1 - pbd), kd))] + pe
+    desc = avgpool.AveragePoolingDesc(k, s, pb, pe, include_padding=data.draw(st.booleans()),
                                       divisor_override=data.draw(st.sampled_from([None, 3])))
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((2, 3, *spatial)).astype(dtype)

@@ -762,6 +762,27 @@ static int core_bugs(void) {
         float x5[9] = {1, 100, 2, 100, 3, 100, 4, 100, 5}, y5[1] = {-1};
         CHECK_STATUS(ap_avgpool_f32(&d, &t, x5, y5, 1), AP_OK);
         CHECK(y5[0] == 3, "[%s] window of extent INT64_MAX: %g, expected 3", cur_isa, y5[0]);
+        /* 6. simd_impl.inc same_flat_: the whole-plane path for small
+         * "same" windows took 3-D inputs of depth 1 without looking at the
+         * depth window (found by hypothesis): an empty depth window gave the
+         * plane's values instead of NaN, and counted depth padding was left
+         * out of the divisor. Depth 1, window 1 x 1 x 1 from depth -1
+         * (stride 2): empty, NaN. Window 3 x 1 x 1, padding 1, include
+         * padding: x / 3. */
+        float x6[4] = {3, 6, 9, 12}, y6[4];
+        t = tensor(1, 1, 3, 1, 2, 2, AP_LAYOUT_NCHW);
+        d = pool(3, 1, 1, 0, 0);
+        d.strides[0] = 2, d.start_padding[0] = 1;
+        CHECK_STATUS(ap_avgpool_f32(&d, &t, x6, y6, 1), AP_OK);
+        for (int e = 0; e < 4; ++e)
+            CHECK(isnan(y6[e]), "[%s] empty depth window: y[%d] = %g, expected NaN", cur_isa, e,
+                  y6[e]);
+        d = pool(3, 1, 1, 0, 0);
+        d.window[0] = 3, d.start_padding[0] = d.end_padding[0] = 1, d.include_padding = 1;
+        CHECK_STATUS(ap_avgpool_f32(&d, &t, x6, y6, 1), AP_OK);
+        for (int e = 0; e < 4; ++e)
+            CHECK(y6[e] == x6[e] / 3, "[%s] depth padding counted: y[%d] = %g, expected %g",
+                  cur_isa, e, y6[e], x6[e] / 3);
     }
     ap_set_isa("auto");
     return tu_exit("test_api --core-bugs");
