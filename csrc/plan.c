@@ -24,11 +24,13 @@ static ap_status ap_check_tensor(const ap_tensor_desc *t, int32_t rank, int64_t 
     if (t->rank < 1 || t->rank > AP_MAX_SPATIAL || t->rank != rank) return AP_ERR_RANK;
     if (t->layout != AP_LAYOUT_NCHW && t->layout != AP_LAYOUT_NHWC) return AP_ERR_LAYOUT;
     if (t->batch < 0 || t->channels < 0) return AP_ERR_TENSOR_SIZE;
-    int64_t n = 1;
-    for (int a = 0; a < rank; ++a) {
+    /* every size first: a zero size is the error to report, even when the
+     * product of the sizes before it overflows */
+    for (int a = 0; a < rank; ++a)
         if (t->sizes[a] < 1) return AP_ERR_TENSOR_SIZE;
+    int64_t n = 1;
+    for (int a = 0; a < rank; ++a)
         if (ap_mul_overflow(n, t->sizes[a], &n)) return AP_ERR_OVERFLOW;
-    }
     /* Total elements times the widest element (8 bytes) must fit, so byte
      * offsets computed by callers and kernels cannot overflow. */
     int64_t total;

@@ -343,8 +343,9 @@ def model_core_adaptive(v: Viol, shape, layout, outs, rank_names=("output_sizes"
                  layout)
     check_counts(v, n, c, sizes, outs, ("output_sizes",) + tuple(rank_names))
     exp.flag_numpy_limit()
-    # window bounds are computed as (i + 1) * in in int64: out * in + out must fit
-    if any((a.out + 1) * a.n > INT64_MAX or a.out * a.n + a.out > INT64_MAX for a in exp.axes):
+    # window bounds are computed as ((i + 1) * in + out - 1) // out in int64, i < out: the
+    # core requires out * in + out to fit
+    if any(a.out * a.n + a.out > INT64_MAX for a in exp.axes):
         v.add("output_sizes", *rank_names)
     return None if v else exp
 
@@ -1943,3 +1944,17 @@ def test_onnx_ceil_zero_size_names_x():
     with pytest.raises(ValueError) as e:
         av_onnx.average_pool(np.zeros((1, 1, 0), np.float32), [1], pads=[0, 1], ceil_mode=1)
     assert names_one_of(str(e.value), ["x"]), str(e.value)
+
+
+def test_zero_size_named_before_size_product_overflow():
+    # found by a 30 000-example run: the sizes before the zero overflowed int64 first, and the
+    # message blamed output_sizes
+    with pytest.raises(ValueError) as e:
+        avgpool.AdaptiveAveragePoolingDesc((1, 1, 1)).output_shape((0, 2, 2**62, 0, 0), "NHWC")
+    assert names_one_of(str(e.value), ["x", "input_shape"]), str(e.value)
+
+
+def test_adaptive_bound_is_out_times_in_plus_out():
+    # the core needs out * in + out to fit in int64 (1 * 2**62 + 1 does); an empty batch
+    desc = avgpool.AdaptiveAveragePoolingDesc((1, 1, 1))
+    assert desc.output_shape((0, 1, 1, 2**62, 0), "NHWC") == (0, 1, 1, 1, 0)
