@@ -783,6 +783,13 @@ static int core_bugs(void) {
         for (int e = 0; e < 4; ++e)
             CHECK(y6[e] == x6[e] / 3, "[%s] depth padding counted: y[%d] = %g, expected %g",
                   cur_isa, e, y6[e], x6[e] / 3);
+        /* 7. plan.c ap_check_tensor: sizes {2^62, 2, 0} overflowed in the
+         * size product before the zero size was seen (AP_ERR_OVERFLOW);
+         * the zero is the error to report. */
+        t = tensor(0, 1, 3, INT64_C(1) << 62, 2, 0, AP_LAYOUT_NHWC);
+        ap_adaptive_desc a7 = adaptive(3, 1, 1, 1);
+        int64_t out7[3];
+        CHECK_STATUS(ap_adaptive_output_sizes(&a7, &t, out7), AP_ERR_TENSOR_SIZE);
     }
     ap_set_isa("auto");
     return tu_exit("test_api --core-bugs");
