@@ -311,10 +311,13 @@ cdef class AdaptiveDesc:
         """Raise for status; an overflow is the input's own or that of output_sizes."""
         cdef int a
         if status == AP_ERR_OVERFLOW:
-            elements = int(t.batch) * int(t.channels) * 8  # Python integers: no overflow
+            plane = 1  # Python integers: no overflow
             for a in range(t.rank):
-                elements *= int(t.sizes[a])
-            _raise(status, "", "x" if elements > 2**63 - 1 else "output_sizes")
+                plane *= int(t.sizes[a])
+            # the core checks the spatial plane on its own, then its bytes over the batch
+            big = 2**63 - 1
+            x_overflows = plane > big or plane * int(t.batch) * int(t.channels) * 8 > big
+            _raise(status, "", "x" if x_overflows else "output_sizes")
         _raise(status)
 
     def run(self, x, layout, out, num_threads):

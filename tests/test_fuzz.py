@@ -1958,3 +1958,11 @@ def test_adaptive_bound_is_out_times_in_plus_out():
     # the core needs out * in + out to fit in int64 (1 * 2**62 + 1 does); an empty batch
     desc = avgpool.AdaptiveAveragePoolingDesc((1, 1, 1))
     assert desc.output_shape((0, 1, 1, 2**62, 0), "NHWC") == (0, 1, 1, 1, 0)
+
+
+def test_empty_batch_with_overflowing_plane_names_x():
+    # found by a 30 000-example run: the spatial plane 2 * 2**62 overflows on its own; with an
+    # empty batch the message blamed output_sizes
+    with pytest.raises(ValueError) as e:
+        avgpool.AdaptiveAveragePoolingDesc((1, 1, 1)).output_shape((0, 0, 1, 2, 2**62))
+    assert names_one_of(str(e.value), ["x", "input_shape"]), str(e.value)
