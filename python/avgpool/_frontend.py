@@ -10,8 +10,8 @@ import numpy as np
 
 from ._desc import as_int, as_ints
 
-__all__ = ["per_axis", "flag", "choice", "ceil_div", "same_padding", "pooled_size", "spatial_shape",
-           "renamed"]
+__all__ = ["per_axis", "flag", "choice", "ceil_div", "same_padding", "pooled_size", "spatial_size",
+           "spatial_shape", "renamed"]
 
 
 def per_axis(value, name: str, rank: int, default: Optional[int] = None, low: int = 0) -> Tuple[int, ...]:
@@ -56,9 +56,8 @@ def ceil_div(a: int, b: int) -> int:
 
 
 def same_padding(size: int, ek: int, stride: int, upper: bool) -> Tuple[int, int, int]:
-    """(start pad, end pad, output size) of SAME_UPPER / SAME_LOWER auto padding."""
-    if size < 1:
-        raise ValueError(f"x: spatial sizes must be >= 1 for SAME padding, got {size}")
+    """(start pad, end pad, output size) of SAME_UPPER / SAME_LOWER auto padding (``size`` from
+    :func:`spatial_size`)."""
     out = ceil_div(size, stride)
     total = max(0, (out - 1) * stride + ek - size)
     small = total // 2
@@ -77,6 +76,15 @@ def pooled_size(size: int, ek: int, stride: int, pb: int, pe: int, ceil: bool, n
             f"{name}: the effective window {ek} on spatial axis {axis} is larger than the padded "
             f"input {size + pb + pe}")
     return (ceil_div(span, stride) if ceil else span // stride) + 1
+
+
+def spatial_size(spatial, axis: int) -> int:
+    """The input size on one spatial axis, which must be >= 1 (checked axis by axis, in the
+    front ends' per-axis loops, so earlier axes' errors come first)."""
+    size = spatial[axis]
+    if size < 1:
+        raise ValueError(f"x: spatial sizes must be >= 1, got {size} on spatial axis {axis}")
+    return size
 
 
 def spatial_shape(a, rank: int, name: str) -> Tuple[int, ...]:

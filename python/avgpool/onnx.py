@@ -18,7 +18,8 @@ from functools import lru_cache
 from . import _api
 from ._api import as_array
 from ._desc import AdaptiveAveragePoolingDesc, AveragePoolingDesc, as_ints
-from ._frontend import choice, flag, per_axis, pooled_size, renamed, same_padding, spatial_shape
+from ._frontend import (choice, flag, per_axis, pooled_size, renamed, same_padding, spatial_shape,
+                        spatial_size)
 
 __all__ = ["average_pool", "global_average_pool"]
 
@@ -72,9 +73,7 @@ def _pool_desc(spatial, kernel, strides, pads, auto_pad, ceil_mode, count_includ
     pads = per_axis(pads, "pads", 2 * rank, 0, low=0)
     begin, end, outs = [], [], []
     for a in range(rank):
-        size, k, s = spatial[a], kernel[a], strides[a]
-        if size < 1:
-            raise ValueError(f"x: spatial sizes must be >= 1, got {size} on spatial axis {a}")
+        size, k, s = spatial_size(spatial, a), kernel[a], strides[a]
         ek = (k - 1) * dilations[a] + 1
         if ek > 2**63 - 1:
             raise ValueError(f"kernel_shape/dilations: the effective kernel (kernel_shape[{a}] - 1) "

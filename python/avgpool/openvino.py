@@ -24,7 +24,8 @@ import numpy as np
 
 from ._api import adaptive_average_pool, as_array, average_pool
 from ._desc import AdaptiveAveragePoolingDesc, AveragePoolingDesc, as_ints
-from ._frontend import choice, flag, per_axis, pooled_size, renamed, same_padding, spatial_shape
+from ._frontend import (choice, flag, per_axis, pooled_size, renamed, same_padding, spatial_shape,
+                        spatial_size)
 
 __all__ = ["avg_pool", "adaptive_avg_pool"]
 
@@ -81,9 +82,7 @@ def _pool_desc(spatial, kernel, strides, pads_begin, pads_end, exclude_pad, roun
         as_ints(pads_end, "pads_end", rank)
     begin, end, outs = [], [], []
     for a in range(rank):
-        size, k, s = spatial[a], kernel[a], strides[a]
-        if size < 1:
-            raise ValueError(f"x: spatial sizes must be >= 1, got {size} on spatial axis {a}")
+        size, k, s = spatial_size(spatial, a), kernel[a], strides[a]
         if auto_pad in ("same_upper", "same_lower"):
             pb, pe, _ = same_padding(size, k, s, auto_pad == "same_upper")
         else:
