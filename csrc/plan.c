@@ -225,7 +225,13 @@ ap_status ap_plan_pool(ap_plan *plan, const ap_pool_desc *desc, const ap_tensor_
             ax->first[o] = taps ? base + jlo * d : 0;
             ax->taps[o] = taps;
             int64_t count = taps;
-            if (desc->include_padding) {
+            if (desc->count_overhang && !desc->include_padding && base >= in) {
+                /* OpenVINO's divisor min(base + k, in) - max(base, 0) = in - base: 0 for a
+                 * window starting at the input's end (NaN), negative past it (a zero whose
+                 * sign is that of the product of the axes' divisors). Only the sign
+                 * matters, the sum being 0, and -1 keeps the products small. */
+                count = base == in ? 0 : -1;
+            } else if (desc->include_padding) {
                 /* taps j with base + j*d < padded_end (base >= -pb always) */
                 if (desc->count_overhang)
                     count = k;

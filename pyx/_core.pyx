@@ -42,12 +42,19 @@ cdef int _dtype_code(cnp.ndarray a):
 
 
 cdef int _layout(layout) except -1:
-    if layout == "NCHW":
+    """String attributes match without regard to letter case (docs/semantics.md)."""
+    if layout == "NCHW":  # the common spellings first: no string work on the hot path
         return AP_LAYOUT_NCHW
     if layout == "NHWC":
         return AP_LAYOUT_NHWC
+    if isinstance(layout, str):
+        if layout.upper() == "NCHW":
+            return AP_LAYOUT_NCHW
+        if layout.upper() == "NHWC":
+            return AP_LAYOUT_NHWC
     raise ValueError(
-        f"layout must be 'NCHW' (channels first) or 'NHWC' (channels last), got {layout!r}")
+        f"layout must be 'NCHW' (channels first) or 'NHWC' (channels last), in any letter case, "
+        f"got {layout!r}")
 
 
 cdef int _threads(num_threads) except -1:
@@ -97,7 +104,7 @@ cdef cnp.ndarray _output(cnp.ndarray a, tuple shape, out, x):
         raise ValueError(f"out has shape {out.shape}, expected {shape}")
     dtype = (<object>a).dtype
     if out.dtype != dtype:
-        raise ValueError(f"out has dtype {out.dtype}, expected {dtype} (the dtype of x)")
+        raise TypeError(f"out has dtype {out.dtype}, expected {dtype} (the dtype of x)")
     y = out
     if not cnp.PyArray_IS_C_CONTIGUOUS(y):
         raise ValueError("out must be C-contiguous")
@@ -180,16 +187,18 @@ cdef int _raise(ap_status status, str detail="", str argument=None) except -1:
     raise ValueError(f"{argument}: {message}")
 
 
-cdef int _tensor(ap_tensor_desc *t, tuple shape, int rank, int layout) except -1:
-    """Describe an (N, C, *spatial) or (N, *spatial, C) shape for the core."""
+cdef int _tensor(ap_tensor_desc *t, tuple shape, int rank, int layout, str field) except -1:
+    """Describe an (N, C, *spatial) or (N, *spatial, C) shape for the core; `field` is the
+    descriptor field that sets the rank (named with x when the ranks differ)."""
     cdef Py_ssize_t i
     if len(shape) != rank + 2:
         axes = ("L",), ("H", "W"), ("D", "H", "W")
         spatial = ", ".join(axes[rank - 1]) if 1 <= rank <= 3 else "..."
         expect = f"(N, C, {spatial})" if layout == AP_LAYOUT_NCHW else f"(N, {spatial}, C)"
         raise ValueError(
-            f"x: expected a {rank + 2}-D input {expect} for {rank} spatial axes, "
-            f"got shape {shape}")
+            f"x/{field}: {field} has {rank} {'entry' if rank == 1 else 'entries'} "
+            f"({rank} spatial {'axis' if rank == 1 else 'axes'}), so x must be a {rank + 2}-D "
+            f"input {expect}, got shape {shape}")
     t.rank = rank
     t.layout = <ap_layout>layout
     t.batch = shape[0]
@@ -263,7 +272,7 @@ cdef class PoolDesc:
     def output_shape(self, tuple shape, layout):
         cdef ap_tensor_desc t
         cdef int64_t out[3]
-        _tensor(&t, shape, self.c.rank, _layout(layout))
+        _tensor(&t, shape, self.c.rank, _layout(layout), "window_size")
         cdef ap_status s = ap_pool_output_sizes(&self.c, &t, out)
         if s != AP_OK:
             self._fail(s, &t)
@@ -275,7 +284,7 @@ cdef class PoolDesc:
         cdef ap_tensor_desc t
         cdef int64_t sizes[3]
         cdef ap_dtype dtype = <ap_dtype>_dtype_code(a)
-        _tensor(&t, (<object>a).shape, self.c.rank, _layout(layout))
+        _tensor(&t, (<object>a).shape, self.c.rank, _layout(layout), "window_size")
         cdef ap_status s = ap_pool_output_sizes(&self.c, &t, sizes)
         if s != AP_OK:
             self._fail(s, &t)
@@ -301,7 +310,7 @@ cdef class AdaptiveDesc:
     def output_shape(self, tuple shape, layout):
         cdef ap_tensor_desc t
         cdef int64_t out[3]
-        _tensor(&t, shape, self.c.rank, _layout(layout))
+        _tensor(&t, shape, self.c.rank, _layout(layout), "output_sizes")
         cdef ap_status s = ap_adaptive_output_sizes(&self.c, &t, out)
         if s != AP_OK:
             self._fail(s, &t)
@@ -326,7 +335,7 @@ cdef class AdaptiveDesc:
         cdef ap_tensor_desc t
         cdef int64_t sizes[3]
         cdef ap_dtype dtype = <ap_dtype>_dtype_code(a)
-        _tensor(&t, (<object>a).shape, self.c.rank, _layout(layout))
+        _tensor(&t, (<object>a).shape, self.c.rank, _layout(layout), "output_sizes")
         cdef ap_status s = ap_adaptive_output_sizes(&self.c, &t, sizes)
         if s != AP_OK:
             self._fail(s, &t)

@@ -25,21 +25,26 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 # The whole suite runs once per instruction set this CPU supports (scalar, avx2, avx512 / neon),
 # or only the one AVGPOOL_ISA names ("auto": the one the library picks). Tests are grouped by path
 # and their ids end in [isa].
+import contextlib  # noqa: E402
+
 import pytest  # noqa: E402
 
 from avgpool import _core  # noqa: E402
+
+pytest_plugins = ["pytester"]  # test_isa.py checks the path guard below on a suite of its own
 
 
 def available_isas():
     """The kernel paths this build and CPU can run, the scalar oracle first."""
     names = []
+    prev = _core.isa()
     for name in ("scalar", "avx2", "avx512", "neon"):
         try:
             _core.set_isa(name)
         except ValueError:
             continue
         names.append(name)
-    _core.set_isa(os.environ.get("AVGPOOL_ISA") or "auto")
+    _core.set_isa(prev)
     return names
 
 
@@ -59,3 +64,24 @@ def isa(request):
     _core.set_isa(request.param)
     yield request.param
     _core.set_isa(_FORCED or "auto")
+
+
+@pytest.fixture(autouse=True)
+def isa_guard(request, isa):
+    """Fail any test whose id names a kernel path ([scalar], [avx2], ...) other than the one
+    active while it runs, or that leaves another path active for the tests after it."""
+    assert _core.isa() == isa, f"{request.node.nodeid} starts on the {_core.isa()} kernels"
+    yield
+    assert _core.isa() == isa, (f"{request.node.nodeid} left the {_core.isa()} kernels active "
+                                f"(switch paths with conftest.using_isa, which restores them)")
+
+
+@contextlib.contextmanager
+def using_isa(name):
+    """Run the block on the kernel path ``name``, then restore the path that was active."""
+    prev = _core.isa()
+    _core.set_isa(name)
+    try:
+        yield
+    finally:
+        _core.set_isa(prev)

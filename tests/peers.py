@@ -18,7 +18,7 @@ import numpy as np
 
 __all__ = [
     "COUNTS", "report", "print_report_once", "onnx_pool_model", "onnx_reference", "onnxruntime_run",
-    "openvino_avg_pool", "openvino_adaptive_avg_pool", "torch_avg_pool", "torch_adaptive_avg_pool",
+    "openvino_avg_pool", "openvino_avg_pool_many", "openvino_adaptive_avg_pool", "torch_avg_pool", "torch_adaptive_avg_pool",
     "ort_errors",
 ]
 
@@ -163,6 +163,27 @@ def openvino_avg_pool(x, kernel, *, strides, pads_begin, pads_end, exclude_pad,
         tuple(pads_end), bool(exclude_pad), rounding_type, auto_pad, opset)
     COUNTS["openvino AvgPool runs"] += 1
     return np.array(compiled({0: x})[0])
+
+
+def openvino_avg_pool_many(cases, opset=1):
+    """OpenVINO AvgPool-``opset`` on many float32 inputs at once: ``cases`` is a sequence of
+    ``(x, kernel, strides, pads_begin, pads_end, exclude_pad, rounding_type)``; one model with a
+    node per case is compiled and run once (a compile per case costs ~50 ms). Every case must be
+    one that OpenVINO accepts. Returns the outputs in order."""
+    import openvino as ov
+
+    ops = __import__(f"openvino.opset{opset}", fromlist=["avg_pool"])
+    params, nodes = [], []
+    for i, (x, kernel, strides, pads_begin, pads_end, exclude_pad, rounding) in enumerate(cases):
+        p = ops.parameter(list(x.shape), ov.Type.f32, name=f"x{i}")
+        params.append(p)
+        nodes.append(ops.avg_pool(p, list(strides), list(pads_begin), list(pads_end), list(kernel),
+                                  bool(exclude_pad), rounding, "explicit"))
+    compiled = _ov_core().compile_model(ov.Model(nodes, params, "avg_pool_many"), "CPU",
+                                        {"INFERENCE_PRECISION_HINT": "f32"})
+    result = compiled({i: np.ascontiguousarray(c[0], np.float32) for i, c in enumerate(cases)})
+    COUNTS["openvino AvgPool runs"] += len(cases)
+    return [np.array(result[compiled.output(i)]) for i in range(len(cases))]
 
 
 @functools.lru_cache(maxsize=512)

@@ -59,7 +59,8 @@ def ref_average_pool(x, window, strides=None, start_padding=None, end_padding=No
         outs = tuple(output_sizes)
         for a in range(r):
             assert outs[a] >= 1
-            assert (outs[a] - 1) * strides[a] - pb_all[a] < ins[a] + pe_all[a]
+            # with count_overhang (OpenVINO ceil) a window may start past the padded end
+            assert count_overhang or (outs[a] - 1) * strides[a] - pb_all[a] < ins[a] + pe_all[a]
 
     y = np.empty((N, C) + outs, dtype=np.float64)
     for o in itertools.product(*(range(n) for n in outs)):
@@ -75,7 +76,11 @@ def ref_average_pool(x, window, strides=None, start_padding=None, end_padding=No
         else:
             divisor = 1
             for a in range(r):
-                if not include_padding:
+                if not include_padding and count_overhang and taps[a][0] >= ins[a]:
+                    # OpenVINO's min(start + k, in) - max(start, 0): 0 for a window starting
+                    # at the input's end, negative past it (0 / negative = -0)
+                    count = ins[a] - taps[a][0]
+                elif not include_padding:
                     count = sum(1 for p in taps[a] if 0 <= p < ins[a])
                 elif count_overhang:
                     count = window[a]
@@ -84,7 +89,7 @@ def ref_average_pool(x, window, strides=None, start_padding=None, end_padding=No
                 divisor *= count
         if divisor == 0:
             y[(slice(None), slice(None)) + o] = math.nan
-        else:
+        else:  # an empty window over a negative divisor: -0, as IEEE division gives
             y[(slice(None), slice(None)) + o] = total / divisor
     return _from_channels_first(y, layout)
 

@@ -111,17 +111,19 @@ CASES = [
      r"window_size: .*spatial axis 1"),
     # input rank vs descriptor
     ("x-rank-low", lambda: average_pool(X1, D22), ValueError,
-     r"x: expected a 4-D input \(N, C, H, W\) for 2 spatial axes, got shape \(1, 2, 5\)"),
+     r"x/window_size: window_size has 2 entries \(2 spatial axes\), so x must be a 4-D input "
+     r"\(N, C, H, W\), got shape \(1, 2, 5\)"),
     ("x-rank-high", lambda: average_pool(np.ones((1, 1, 2, 2, 2), np.float32), D22), ValueError,
-     r"x: expected a 4-D input"),
+     r"x/window_size: .* x must be a 4-D input"),
     ("x-rank-nhwc", lambda: average_pool(X1, D22, layout="NHWC"), ValueError,
-     r"x: expected a 4-D input \(N, H, W, C\)"),
+     r"x must be a 4-D input \(N, H, W, C\)"),
     ("x-rank-2d", lambda: average_pool(np.ones((2, 5), np.float32), Desc((1,))), ValueError,
-     r"x: expected a 3-D input"),
+     r"x/window_size: window_size has 1 entry \(1 spatial axis\), so x must be a 3-D input"),
     ("x-rank-shape", lambda: Desc((2,)).output_shape((1, 5)), ValueError, r"3-D input"),
     # layout
-    ("layout-lowercase", lambda: average_pool(X2, D22, layout="nchw"), ValueError,
-     r"layout must be 'NCHW' \(channels first\) or 'NHWC' \(channels last\), got 'nchw'"),
+    ("layout-misspelt", lambda: average_pool(X2, D22, layout="nchw "), ValueError,
+     r"layout must be 'NCHW' \(channels first\) or 'NHWC' \(channels last\), in any letter "
+     r"case, got 'nchw '"),
     ("layout-other", lambda: average_pool(X2, D22, layout="NDHWC"), ValueError, r"layout must be"),
     ("layout-none", lambda: average_pool(X2, D22, layout=None), ValueError, r"layout must be"),
     ("layout-shape", lambda: D22.output_shape((1, 1, 4, 4), "CHWN"), ValueError, r"layout must be"),
@@ -130,7 +132,7 @@ CASES = [
     # out
     ("out-shape", lambda: average_pool(X2, D22, out=_out((1, 2, 5, 5))), ValueError,
      r"out has shape \(1, 2, 5, 5\), expected \(1, 2, 4, 4\)"),
-    ("out-dtype", lambda: average_pool(X2, D22, out=_out(dtype=np.float64)), ValueError,
+    ("out-dtype", lambda: average_pool(X2, D22, out=_out(dtype=np.float64)), TypeError,
      r"out has dtype float64, expected float32"),
     ("out-non-contiguous", lambda: average_pool(X2, D22, out=np.empty((1, 2, 4, 8),
                                                                       np.float32)[..., ::2]),
@@ -164,7 +166,7 @@ CASES = [
     ("adaptive-4-entries", lambda: ADesc((1, 1, 1, 1)), ValueError,
      r"output_sizes must have 1, 2 or 3 entries, got 4"),
     ("adaptive-wrong-length-for-x", lambda: adaptive_average_pool(X1, (2, 2)), ValueError,
-     r"x: expected a 4-D input .* for 2 spatial axes"),
+     r"x/output_sizes: output_sizes has 2 entries \(2 spatial axes\), so x must be a 4-D"),
     ("adaptive-float", lambda: ADesc((2.5,)), TypeError, r"output_sizes\[0\] must be an integer"),
     ("adaptive-int64", lambda: ADesc((2**63,)), ValueError, r"output_sizes\[0\] must fit in int64"),
     ("adaptive-huge", lambda: adaptive_average_pool(X1, (BIG,)), ValueError, r"overflows int64"),
@@ -263,3 +265,26 @@ def test_overflow_output_stride_names_argument():
 def test_divisor_override_int64_names_argument():
     with pytest.raises(ValueError, match=r"divisor_override"):
         Desc((2,), divisor_override=2**63)
+
+
+def test_string_attributes_ignore_letter_case():
+    """One rule for every string attribute (layout, auto_pad, rounding_type): letter case does
+    not matter (docs/semantics.md, errors)."""
+    from avgpool import onnx, openvino
+
+    x = np.random.default_rng(0).standard_normal((1, 2, 5, 6)).astype(np.float32)
+    nhwc = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    for layout in ("nhwc", "Nhwc"):
+        np.testing.assert_array_equal(average_pool(nhwc, D22, layout=layout),
+                                      average_pool(nhwc, D22, layout="NHWC"))
+        np.testing.assert_array_equal(adaptive_average_pool(nhwc, (2, 3), layout=layout),
+                                      adaptive_average_pool(nhwc, (2, 3), layout="NHWC"))
+    assert D22.output_shape((1, 5, 6, 2), "nhwc") == (1, 4, 5, 2)
+    for spelling in ("SAME_UPPER", "same_upper", "Same_Upper"):
+        np.testing.assert_array_equal(onnx.average_pool(x, [2, 3], auto_pad=spelling),
+                                      onnx.average_pool(x, [2, 3], auto_pad="SAME_UPPER"))
+    kw = dict(strides=[2, 2], pads_begin=[0, 0], pads_end=[1, 1], exclude_pad=True)
+    for rounding, auto_pad in (("CEIL", "EXPLICIT"), ("Ceil", "explicit"), ("ceil", "Explicit")):
+        np.testing.assert_array_equal(
+            openvino.avg_pool(x, [2, 2], rounding_type=rounding, auto_pad=auto_pad, **kw),
+            openvino.avg_pool(x, [2, 2], rounding_type="ceil", **kw))

@@ -328,20 +328,6 @@ def test_divisor_override_zero(rank):
         AF.avg_pool1d(np.zeros((1, 1, 4), np.float32), 2, divisor_override=0)
 
 
-def test_3d_window_larger_than_input():
-    """in 1, k 2, padding 1: torch's avg_pool1d/2d accept it, its avg_pool3d raises "input image
-    smaller than kernel size". avgpool accepts it in every rank (SEMANTICS section 4 case 13)."""
-    x = np.ones((1, 1, 1, 1, 1), np.float32)
-    with pytest.raises(RuntimeError, match="smaller than kernel size"):
-        TF.avg_pool3d(torch.from_numpy(x), (1, 1, 2), padding=(0, 0, 1))
-    got = AF.avg_pool3d(x, (1, 1, 2), padding=(0, 0, 1))
-    assert_close(got, np.full((1, 1, 1, 1, 1), 0.5, np.float32))
-    assert_close(AF.avg_pool2d(x[0], (1, 2), padding=(0, 1)),
-                 TF.avg_pool2d(torch.from_numpy(x[0]), (1, 2), padding=(0, 1)))
-    assert_close(AF.avg_pool1d(x[0, 0], 2, padding=1), TF.avg_pool1d(torch.from_numpy(x[0, 0]), 2,
-                                                                  padding=1))
-
-
 def test_tensor_requiring_grad_is_read_not_changed():
     t = torch.arange(32, dtype=torch.float32).reshape(1, 2, 4, 4).requires_grad_()
     before = t.detach().clone()

@@ -184,13 +184,17 @@ class Axis:
                 res.append((np.arange(a, b), b - a))
             return res
         k, s, d, n = self.k, self.s, self.d, self.n
+        # negative pads (ONNX SAME, ruling R3) crop the input: valid positions are [lo, hi)
+        lo, hi = max(0, -self.pb), n + min(0, self.pe)
         for o in range(self.out):
             start = o * s - self.pb
-            jlo = max(0, cdiv(-start, d))
-            jhi = min(k - 1, (n - 1 - start) // d)
+            jlo = max(0, cdiv(lo - start, d))
+            jhi = min(k - 1, (hi - 1 - start) // d)
             idx = np.arange(start + jlo * d, start + jhi * d + 1, d) if jhi >= jlo else \
                 np.arange(0)
-            if not self.include:
+            if not self.include and self.overhang and start >= n:
+                count = n - start  # OpenVINO's divisor: 0 at the input's end, negative past it
+            elif not self.include:
                 count = len(idx)
             elif self.overhang:
                 count = k
@@ -277,13 +281,21 @@ def check_counts(v: Viol, n, c, in_sizes, out_sizes, out_names, in_names=("x",))
         v.add("x", *out_names)
 
 
+def m_layout(layout):
+    """The layout a ``layout`` argument names (letter case aside: docs/semantics.md), or None."""
+    if isinstance(layout, str) and layout.upper() in ("NCHW", "NHWC"):
+        return layout.upper()
+    return None
+
+
 def model_core_pool(v: Viol, shape, layout, d, names=None):
     """The core model (section 1) for the validated descriptor fields ``d`` on an input of
     ``shape``; records violations in ``v``. ``names`` maps the core fields to the caller's
     argument names (front ends)."""
     nm = {f: (f,) for f in CORE_FIELDS}
     nm.update(names or {})
-    if layout not in ("NCHW", "NHWC"):
+    layout = m_layout(layout)
+    if layout is None:
         v.add("layout")
         return None
     if d is None:
@@ -330,7 +342,8 @@ def model_core_pool(v: Viol, shape, layout, d, names=None):
 
 
 def model_core_adaptive(v: Viol, shape, layout, outs, rank_names=("output_sizes",)):
-    if layout not in ("NCHW", "NHWC"):
+    layout = m_layout(layout)
+    if layout is None:
         v.add("layout")
         return None
     if outs is None:
@@ -484,8 +497,8 @@ def reference(values, exp: Expect):
         x64 = x64[None]
     layout = exp.layout
     xc = x64 if layout == "NCHW" else np.moveaxis(x64, -1, 1)
-    if brute_cost(exp) <= 3000 and all(a.k < 10**6 and a.s < 10**6 and a.pb < 10**6
-                                       and a.pe < 10**6 for a in exp.axes):
+    if brute_cost(exp) <= 3000 and all(a.k < 10**6 and a.s < 10**6 and 0 <= a.pb < 10**6
+                                       and 0 <= a.pe < 10**6 for a in exp.axes):
         # tests/reference.py, the brute force from the definition
         if exp.axes[0].adaptive:
             outs = exp.spatial_out
@@ -495,11 +508,7 @@ def reference(values, exp: Expect):
                       end_padding=[a.pe for a in exp.axes], dilations=[a.d for a in exp.axes],
                       include_padding=exp.axes[0].include, output_sizes=exp.spatial_out,
                       count_overhang=exp.axes[0].overhang, divisor_override=exp.override)
-            if exp.axes[0].overhang and any((a.out - 1) * a.s - a.pb >= a.n + a.pe
-                                            for a in exp.axes):
-                res = separable_reference(xc, exp)  # reference.py asserts such windows away
-            else:
-                res = [ref_average_pool(v, [a.k for a in exp.axes], **kw) for v in (xc, np.abs(xc))]
+            res = [ref_average_pool(v, [a.k for a in exp.axes], **kw) for v in (xc, np.abs(xc))]
     else:
         res = separable_reference(xc, exp)
     if layout == "NHWC":
@@ -792,8 +801,8 @@ def threads_attr(draw):
 def layout_attr(draw):
     r = draw(st.integers(0, 99))
     if r < 95:
-        return draw(st.sampled_from(["NCHW", "NHWC", np.str_("NHWC")]))
-    return draw(st.sampled_from(["nchw", "NCW", "", None, 0, b"NCHW", "NHWC ", "NDHWC"]))
+        return draw(st.sampled_from(["NCHW", "NHWC", np.str_("NHWC"), "nchw", "Nhwc"]))
+    return draw(st.sampled_from(["NCW", "", None, 0, b"NCHW", "NHWC ", "NDHWC"]))
 
 
 def window_params(draw, sizes, allow_out=True, allow_dilation=True):
@@ -1014,7 +1023,7 @@ def test_separable_reference_matches_brute_force(data):
         for n in sizes:
             k, s, d = draw(st.integers(1, 4)), draw(st.integers(1, 3)), draw(st.integers(1, 3))
             pb, pe = draw(st.integers(0, 3)), draw(st.integers(0, 3))
-            o_max = (n + pe + pb - 1) // s + 1
+            o_max = (n + pe + pb - 1) // s + 1 + (2 if overhang else 0)  # past the end
             axes.append(Axis(n, k, s, d, pb, pe, draw(st.integers(1, min(o_max, 6))), include,
                              overhang))
         override = draw(st.sampled_from([None, None, 3, -2]))
@@ -1040,7 +1049,7 @@ def test_fuzz_core_average_pool(data):
     draw = data.draw
     rank = draw(st.integers(1, 3))
     layout = draw(layout_attr())
-    xl = str(layout) if layout in ("NCHW", "NHWC") else "NCHW"
+    xl = m_layout(layout) or "NCHW"
     xcase = draw(x_cases(rank, xl))
     shape = xcase.shape
     sizes = spatial_of(shape, xl, rank)
@@ -1113,7 +1122,7 @@ def test_fuzz_core_adaptive_average_pool(data):
     draw = data.draw
     rank = draw(st.integers(1, 3))
     layout = draw(layout_attr())
-    xl = str(layout) if layout in ("NCHW", "NHWC") else "NCHW"
+    xl = m_layout(layout) or "NCHW"
     xcase = draw(x_cases(rank, xl))
     shape = xcase.shape
     sizes = spatial_of(shape, xl, rank)
@@ -1314,19 +1323,20 @@ def model_onnx(v: Viol, x_shape, kernel_shape, strides, pads, auto_pad, ceil_mod
             overflow.update(("kernel_shape", "dilations") + CORE_FIELDS)
         if auto in ("same_upper", "same_lower"):
             out = cdiv(n, s[a])
-            t = max(0, (out - 1) * s[a] + ek - n)
-            lo, hi = (t // 2, t - t // 2)
-            b, e = (lo, hi) if auto == "same_upper" else (hi, lo)
+            t = (out - 1) * s[a] + ek - n  # may be negative: applied as a crop (R3)
+            trunc = (lambda q: abs(q) // 2 if q >= 0 else -(abs(q) // 2))  # C's q / 2
+            b = trunc(t) if auto == "same_upper" else trunc(t + 1)
+            e = t - b
         else:
             b, e = (0, 0) if auto == "valid" else (p[a], p[a + rank])
             if n + b + e > INT64_MAX:
                 v.add("pads")  # the padded size must fit in int64
                 continue
             span = n + b + e - ek
-            if span < 0:
+            out = (cdiv(span, s[a]) if ceil else span // s[a]) + 1
+            if span < 0 and not (ceil and out >= 1):  # ceil: one overhanging window (R1)
                 v.add("kernel_shape", "x", "pads", "dilations")
                 continue
-            out = (cdiv(span, s[a]) if ceil else span // s[a]) + 1
             if ceil and (out - 1) * s[a] >= n + b:
                 out -= 1
         pb.append(b)
@@ -1690,13 +1700,15 @@ def model_functional(v: Viol, x_shape, rank, fname, kernel_size, stride, padding
         if v:
             continue
         span = sizes[a] + 2 * p[a] - k[a]
-        if span < 0:
+        out = (cdiv(span, s[a]) if ceil else span // s[a]) + 1
+        if span < 0 and not (ceil and out >= 1):  # ceil: one overhanging window (R1)
             v.add("kernel_size", "x")
             continue
-        out = (cdiv(span, s[a]) if ceil else span // s[a]) + 1
         if ceil and (out - 1) * s[a] >= sizes[a] + p[a]:
             out -= 1
         outs.append(out)
+    if rank == 3 and not v and any(n < kk for n, kk in zip(sizes, k)):
+        v.add("kernel_size", "x")  # torch's avg_pool3d: the input must hold the kernel (R2)
     if override == 0 or (override is not None and abs(override) > INT64_MAX):
         v.add("divisor_override")
     for name, vals in (("kernel_size", k), ("stride", s), ("padding", p)):

@@ -9,6 +9,7 @@ leave every kind of vector tail, and large windows (running sums).
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 import avgpool
 from avgpool import _core
 
-from conftest import available_isas
+from conftest import available_isas, using_isa
 
 SIMD = [name for name in available_isas() if name != "scalar"]
 DTYPES = [np.float32, np.float64, np.float16, ml_dtypes.bfloat16]
@@ -27,11 +28,8 @@ TOL = {np.float32: 2e-6, np.float64: 1e-13, np.float16: 1e-3, ml_dtypes.bfloat16
 
 
 def _run_on(isa_name, fn):
-    _core.set_isa(isa_name)
-    try:
+    with using_isa(isa_name):
         return fn()
-    finally:
-        _core.set_isa("auto")
 
 
 def _compare(isa_name, fn, x, dtype):
@@ -145,6 +143,17 @@ def test_env_unavailable_path_fails_at_import():
                           capture_output=True, text=True)
     assert proc.returncode != 0
     assert "AVGPOOL_ISA='sse9'" in proc.stderr and "ImportError" in proc.stderr
+    # the message lists the paths this CPU has: exactly those the test suite runs on
+    assert f"this CPU can run: {', '.join(available_isas())} (or auto" in proc.stderr
+
+
+@pytest.mark.skipif("avx512" in available_isas(), reason="this CPU has AVX-512")
+def test_env_avx512_on_a_cpu_without_it():
+    proc = subprocess.run([sys.executable, "-c", "import avgpool"],
+                          env={**os.environ, "AVGPOOL_ISA": "avx512"}, capture_output=True,
+                          text=True)
+    assert proc.returncode != 0 and "AVGPOOL_ISA='avx512'" in proc.stderr
+    assert f"this CPU can run: {', '.join(available_isas())}" in proc.stderr
 
 
 def test_set_isa_rejects_unknown():
@@ -203,3 +212,26 @@ def test_same_windows_match_scalar(simd, data, dtype, seed):
     if data.draw(st.booleans()):
         x.reshape(-1)[rng.integers(0, x.size)] = data.draw(st.sampled_from([np.inf, np.nan]))
     _compare(simd, lambda: avgpool.average_pool(x, desc), x, dtype)
+
+
+@pytest.mark.skipif(not SIMD, reason="no SIMD path on this CPU")
+def test_isa_guard_catches_a_leaked_path(pytester, monkeypatch):
+    """The conftest guard fails a test that leaves another kernel path active (as _run_on once
+    did, resetting to "auto" inside the [scalar] group), and one that starts on the wrong path:
+    a small suite under this conftest, on the scalar path only."""
+    pytester.makeconftest((Path(__file__).parent / "conftest.py").read_text())
+    pytester.makepyfile(test_leak=f"""
+        from avgpool import _core
+
+        def test_leaks():
+            _core.set_isa("{SIMD[0]}")
+
+        def test_after_the_leak():
+            pass
+    """)
+    monkeypatch.setenv("AVGPOOL_ISA", "scalar")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    # test_leaks passes, then errors in teardown; test_after_the_leak errors in setup
+    result.assert_outcomes(passed=1, errors=2)
+    result.stdout.fnmatch_lines(["*test_leaks*left the {} kernels active*".format(SIMD[0]),
+                                 "*test_after_the_leak*starts on the {} kernels*".format(SIMD[0])])

@@ -21,9 +21,9 @@ Peer disagreements found (measured with onnx 1.23.2 and onnxruntime 1.32.0), see
   ceil(in / stride). For VALID, onnxruntime applies the ceil rule (as pads=0 + ceil_mode=1, not
   the floor size SEMANTICS section 2b first recorded): avgpool follows it
   (test_valid_with_ceil_mode_matches_onnxruntime).
-- SAME with kernel < stride (a negative total pad): avgpool clamps it to 0 (SEMANTICS section 2);
-  onnxruntime 19+ shifts the windows by the negative head pad, its opset 7-11 kernels and
-  onnx.reference raise.
+- SAME with kernel < stride (a negative total pad): onnxruntime 19+ shifts the windows by the
+  negative head pad, and so does avgpool (ruling R3, tests/test_rulings.py); onnxruntime's opset
+  7-11 kernels and onnx.reference raise.
 - onnxruntime rejects any pad >= kernel; onnx.reference gives NaN for an empty window, as avgpool.
 """
 
@@ -370,10 +370,8 @@ def test_average_pool_vs_onnxruntime(cfg):
         peers.COUNTS["compared: onnxruntime rejections (hypothesis)"] += 1
         return
     if (attrs.get("auto_pad") or "").startswith("SAME") and _same_total_pad(x, attrs) < 0:
-        # kernel < stride: a negative SAME total pad, which avgpool clamps to 0 (section e).
-        # onnxruntime 19+ shifts the windows from -2 on; at -1 the windows are the same, and its
-        # older kernels mostly reject the pad ("padding values must be non-negative")
-        assume(_same_total_pad(x, attrs) == -1)
+        # kernel < stride: a negative SAME total pad, applied as onnxruntime 19+ applies it
+        # (ruling R3); its older kernels mostly reject the pad
         try:
             expected = peers.onnxruntime_run(x, opset=opset, **attrs)
         except peers.ort_errors() as exc:
@@ -725,23 +723,6 @@ def test_pin_reference_same_with_kernel_smaller_than_stride():
         peers.onnx_reference(x, **attrs)
     if _have_ort():
         assert_close(got, peers.onnxruntime_run(x, **attrs))  # total pad -1: same windows
-        with pytest.raises(peers.ort_errors(), match="padding values must be non-negative"):
-            peers.onnxruntime_run(x, opset=11, **attrs)
-
-
-def test_pin_ort_same_negative_total_pad_shifts_windows():
-    """SAME_UPPER, in 3, k 1, s 3: total pad (1 - 1) * 3 + 1 - 3 = -2. avgpool clamps it to 0:
-    one window at 0 -> [1]. onnxruntime 19+ uses head pad -1 (a window at 1 -> [2]); its
-    opset 7-11 kernels reject the negative pad; onnx.reference raises in np.pad."""
-    x = seq(1, 1, 3)
-    attrs = dict(kernel_shape=[1], strides=[3], auto_pad="SAME_UPPER")
-    got = A.average_pool(x, **attrs)
-    assert_close(got, np.array([[[1]]], np.float32))
-    assert_close(got, ref_average_pool(x, (1,), (3,), (0,), (0,)).astype(np.float32))
-    with pytest.raises(ValueError, match="negative"):
-        peers.onnx_reference(x, **attrs)
-    if _have_ort():
-        assert_close(peers.onnxruntime_run(x, **attrs), np.array([[[2]]], np.float32))
         with pytest.raises(peers.ort_errors(), match="padding values must be non-negative"):
             peers.onnxruntime_run(x, opset=11, **attrs)
 

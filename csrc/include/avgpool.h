@@ -147,7 +147,14 @@ typedef struct ap_pool_desc {
                                                 include_padding, positions
                                                 >= in + pe count too; and a
                                                 window may start at or past
-                                                in + pe (its sum is 0)      */
+                                                in + pe (its sum is 0). Without
+                                                include_padding, a window
+                                                starting at or past the
+                                                input's end divides by
+                                                OpenVINO's in - start: NaN at
+                                                the end, -0 past it (+0 when
+                                                an even number of axes are
+                                                past their end)             */
     int64_t divisor_override;                /* non-zero (may be negative):
                                                 every window divides by this,
                                                 empty ones too (giving 0)   */

@@ -14,9 +14,18 @@ __version__ = _core.version()
 if _core.isa() == "unavailable":
     import os as _os
 
+    def _runnable(name: str) -> bool:
+        try:
+            _core.set_isa(name)  # harmless: the import fails below either way
+        except ValueError:
+            return False
+        return True
+
+    _here = [name for name in ("scalar", "avx2", "avx512", "neon") if _runnable(name)]
     raise ImportError(
         f"AVGPOOL_ISA={_os.environ.get('AVGPOOL_ISA')!r} names an instruction set that is unknown or "
-        "not supported by this CPU; use scalar, avx2, avx512 (x86-64), neon (aarch64) or auto")
+        f"not supported by this CPU and build; this CPU can run: {', '.join(_here)} (or auto, the "
+        f"best of them)")
 
 __all__ = [
     "AveragePoolingDesc",

@@ -5,13 +5,12 @@ The one place where arrays meet descriptors; every front end ends here.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import ml_dtypes
 import numpy as np
 
 from . import _core
 from ._desc import AdaptiveAveragePoolingDesc, AveragePoolingDesc
+from ._frontend import adaptive_desc
 
 __all__ = ["average_pool", "adaptive_average_pool"]
 
@@ -118,10 +117,5 @@ def _adaptive_desc(sizes):
     """Descriptors for plain output sizes, built once per distinct tuple of ints (only exact
     ints: 2.0 or True hash like 2 and 1 but must raise TypeError)."""
     if type(sizes) is tuple and all(type(v) is int for v in sizes):
-        return _adaptive_cache(sizes)
-    return AdaptiveAveragePoolingDesc(sizes)
-
-
-@lru_cache(maxsize=256)
-def _adaptive_cache(sizes):
+        return adaptive_desc(sizes, "output_sizes")
     return AdaptiveAveragePoolingDesc(sizes)

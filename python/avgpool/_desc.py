@@ -12,6 +12,8 @@ from . import _core
 
 __all__ = ["AveragePoolingDesc", "AdaptiveAveragePoolingDesc"]
 
+INT64_MAX = 2**63 - 1
+
 
 def as_int(value, name: str) -> int:
     """An integer attribute: ints and numpy integers pass, bools and floats raise TypeError."""
@@ -33,14 +35,11 @@ def as_ints(values, name: str, rank: Optional[int] = None) -> Tuple[int, ...]:
     return out
 
 
-_INT64_MAX = 2**63 - 1
-
-
 def _at_least(values: Tuple[int, ...], low: int, name: str) -> None:
     for i, v in enumerate(values):
         if v < low:
             raise ValueError(f"{name}[{i}] must be >= {low}, got {v}")
-        if v > _INT64_MAX:
+        if v > INT64_MAX:
             raise ValueError(f"{name}[{i}] must fit in int64, got {v}")
 
 
@@ -117,16 +116,16 @@ class AveragePoolingDesc:
             override = as_int(self.divisor_override, "divisor_override")
             if override == 0:
                 raise ValueError("divisor_override must be non-zero")
-            if not -_INT64_MAX <= override <= _INT64_MAX:
+            if not -INT64_MAX <= override <= INT64_MAX:
                 raise ValueError(f"divisor_override must fit in int64, got {override}")
         product = 1
         for k in window:
             product *= k
-        if product > _INT64_MAX:
+        if product > INT64_MAX:
             raise ValueError("window_size: the window's size (the product of its entries) must fit "
                              "in int64")
         for i, (k, d) in enumerate(zip(window, dilations)):
-            if (k - 1) * d + 1 > _INT64_MAX:
+            if (k - 1) * d + 1 > INT64_MAX:
                 raise ValueError(f"window_size/dilations: the effective window (window_size[{i}] - 1)"
                                  f" * dilations[{i}] + 1 must fit in int64")
         include = _as_bool(self.include_padding, "include_padding")
@@ -192,6 +191,6 @@ class AdaptiveAveragePoolingDesc:
 def _shape_tuple(shape) -> Tuple[int, ...]:
     shape = as_ints(shape, "input_shape")
     for i, v in enumerate(shape):
-        if not 0 <= v <= _INT64_MAX:
+        if not 0 <= v <= INT64_MAX:
             raise ValueError(f"input_shape[{i}] must be >= 0 and fit in int64, got {v}")
     return shape

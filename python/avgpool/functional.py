@@ -7,10 +7,17 @@ Names and arguments follow ``torch.nn.functional``; inputs are channels first, b
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any, Optional, Sequence, Tuple, Union
 
+import numpy as np
+
+from . import _api
 from ._api import as_array, is_torch, numpy_to_torch
-from ._desc import AdaptiveAveragePoolingDesc, AveragePoolingDesc, as_int
-from ._frontend import ceil_div, flag, renamed
+from ._desc import AveragePoolingDesc, as_int
+from ._frontend import CEIL_DROP, FLOOR, adaptive_desc, flag, pooled_size, renamed
+
+# an int, or one int per spatial axis (a 1-sequence is broadcast)
+Size = Union[int, Sequence[int]]
 
 # the core's argument names in error messages, as torch calls them
 _NAMES = {"window_size": "kernel_size", "strides": "stride", "start_padding": "padding",
@@ -20,7 +27,7 @@ __all__ = ["avg_pool1d", "avg_pool2d", "avg_pool3d",
            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d"]
 
 
-def _expand(value, name, rank, allow_none=False):
+def _expand(value: Any, name: str, rank: int, allow_none: bool = False) -> Tuple[Any, ...]:
     """An int or a sequence of ``rank`` ints (a 1-sequence is broadcast)."""
     if isinstance(value, (list, tuple)):
         if len(value) == 1:
@@ -34,7 +41,7 @@ def _expand(value, name, rank, allow_none=False):
     return (as_int(value, name),) * rank
 
 
-def _batched(x, rank, fname):
+def _batched(x: Any, rank: int, fname: str) -> Tuple[np.ndarray, bool]:
     """(x as an ndarray with a batch axis, whether one was added); checks the rank."""
     a = as_array(x)
     if a.ndim == rank + 1:
@@ -45,14 +52,15 @@ def _batched(x, rank, fname):
     return a, False
 
 
-def _finish(x, y, unbatched):
+def _finish(x: Any, y: np.ndarray, unbatched: bool) -> Any:
     """Drop an added batch axis; torch tensors in give torch tensors out."""
     y = y[0] if unbatched else y
     return numpy_to_torch(y) if is_torch(x) else y
 
 
-def _avg_pool(x, rank, fname, kernel_size, stride, padding, ceil_mode, count_include_pad,
-              divisor_override):
+def _avg_pool(x: Any, rank: int, fname: str, kernel_size: Size, stride: Optional[Size],
+              padding: Size, ceil_mode: bool, count_include_pad: bool,
+              divisor_override: Optional[int]) -> Any:
     a, unbatched = _batched(x, rank, fname)
     kernel = _expand(kernel_size, "kernel_size", rank)
     strides = kernel if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) \
@@ -63,11 +71,13 @@ def _avg_pool(x, rank, fname, kernel_size, stride, padding, ceil_mode, count_inc
     with renamed(_NAMES):
         desc = _pool_desc(spatial, kernel, strides, pads, flag(ceil_mode, "ceil_mode"),
                           flag(count_include_pad, "count_include_pad"), override)
-        return _finish(x, desc._c.run(a, "NCHW", None, None), unbatched)
+        return _finish(x, _api.average_pool(a, desc), unbatched)
 
 
 @lru_cache(maxsize=256)
-def _pool_desc(spatial, kernel, strides, pads, ceil_mode, count_include_pad, divisor_override):
+def _pool_desc(spatial: Tuple[int, ...], kernel: Tuple[int, ...], strides: Tuple[int, ...],
+               pads: Tuple[int, ...], ceil_mode: bool, count_include_pad: bool,
+               divisor_override: Optional[int]) -> AveragePoolingDesc:
     rank = len(kernel)
     outs = []
     for a in range(rank):
@@ -81,27 +91,30 @@ def _pool_desc(spatial, kernel, strides, pads, ceil_mode, count_include_pad, div
         if p > k // 2:
             raise ValueError(f"padding should be at most half of the kernel size, got padding {p} "
                              f"for kernel_size {k}")
-        span = size + 2 * p - k
-        if span < 0:
-            raise ValueError(f"kernel_size {k} on spatial axis {a} is larger than the padded "
-                             f"input {size + 2 * p}")
-        out = (ceil_div(span, s) if ceil_mode else span // s) + 1
-        if ceil_mode and (out - 1) * s >= size + p:
-            out -= 1  # the last window must start inside the input or the left padding
-        outs.append(out)
+        # ceil_mode: a window larger than the padded input is one window hanging past the end,
+        # as torch computes it (ruling R1)
+        outs.append(pooled_size(size, k, s, p, p, CEIL_DROP if ceil_mode else FLOOR,
+                                "kernel_size", a, "padding", large_window=True))
+    if rank == 3 and any(n < k for n, k in zip(spatial, kernel)):
+        # torch's avg_pool3d (not 1-D / 2-D) requires the unpadded input to hold the kernel (R2)
+        raise ValueError(f"avg_pool3d: x of spatial size {tuple(spatial)} is smaller than "
+                         f"kernel_size {tuple(kernel)} (avg_pool3d needs every input size >= the "
+                         f"kernel size, padding aside)")
     if divisor_override == 0:
         raise ValueError("divisor_override must be non-zero")
     return AveragePoolingDesc(kernel, strides, pads, pads, include_padding=count_include_pad,
                               output_sizes=tuple(outs), divisor_override=divisor_override)
 
 
-def avg_pool1d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
-               divisor_override=None):
+def avg_pool1d(x: Any, kernel_size: Size, stride: Optional[Size] = None, padding: Size = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: Optional[int] = None) -> Any:
     """1-D average pooling over (N, C, L) or (C, L), as ``torch.nn.functional.avg_pool1d``.
 
     ``out = floor_or_ceil((L + 2 * padding - kernel_size) / stride) + 1``; with ``ceil_mode`` a
-    last window starting in the right padding is dropped. With ``count_include_pad`` the divisor
-    counts the padded positions of a window (but not past the padded end).
+    last window starting in the right padding is dropped, and a kernel larger than the padded
+    input gives one window while that formula gives ``out >= 1``. With ``count_include_pad``
+    the divisor counts the padded positions of a window (but not past the padded end).
 
     >>> import numpy as np
     >>> from avgpool import functional as F
@@ -112,8 +125,9 @@ def avg_pool1d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_in
                      count_include_pad, divisor_override)
 
 
-def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
-               divisor_override=None):
+def avg_pool2d(x: Any, kernel_size: Size, stride: Optional[Size] = None, padding: Size = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: Optional[int] = None) -> Any:
     """2-D average pooling over (N, C, H, W) or (C, H, W), as ``torch.nn.functional.avg_pool2d``.
 
     Per axis ``out = floor_or_ceil((in + 2 * padding - kernel_size) / stride) + 1``, see
@@ -129,10 +143,13 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_in
                      count_include_pad, divisor_override)
 
 
-def avg_pool3d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
-               divisor_override=None):
+def avg_pool3d(x: Any, kernel_size: Size, stride: Optional[Size] = None, padding: Size = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: Optional[int] = None) -> Any:
     """3-D average pooling over (N, C, D, H, W) or (C, D, H, W), as
-    ``torch.nn.functional.avg_pool3d``; the per-axis rule is that of :func:`avg_pool1d`.
+    ``torch.nn.functional.avg_pool3d``; the per-axis rule is that of :func:`avg_pool1d`. As in
+    torch, every input size must be at least the kernel size, padding aside (1-D and 2-D
+    pooling have no such rule).
 
     >>> import numpy as np
     >>> from avgpool import functional as F
@@ -143,25 +160,16 @@ def avg_pool3d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_in
                      count_include_pad, divisor_override)
 
 
-def _adaptive(x, rank, fname, output_size):
+def _adaptive(x: Any, rank: int, fname: str, output_size: Any) -> Any:
     a, unbatched = _batched(x, rank, fname)
     sizes = _expand(output_size, "output_size", rank, allow_none=True)
     spatial = a.shape[-rank:]
     sizes = tuple(spatial[i] if v is None else v for i, v in enumerate(sizes))
     with renamed({"output_sizes": "output_size"}):
-        desc = _adaptive_desc(sizes)
-        return _finish(x, desc._c.run(a, "NCHW", None, None), unbatched)
+        return _finish(x, _api.adaptive_average_pool(a, adaptive_desc(sizes)), unbatched)
 
 
-@lru_cache(maxsize=256)
-def _adaptive_desc(sizes):
-    for i, v in enumerate(sizes):
-        if v < 1:
-            raise ValueError(f"output_size[{i}] must be >= 1, got {v}")
-    return AdaptiveAveragePoolingDesc(sizes)
-
-
-def adaptive_avg_pool1d(x, output_size):
+def adaptive_avg_pool1d(x: Any, output_size: Any) -> Any:
     """Adaptive 1-D average pooling, as ``torch.nn.functional.adaptive_avg_pool1d``.
 
     Output ``i`` averages ``x[floor(i * L / out) : ceil((i + 1) * L / out)]``.
@@ -174,7 +182,7 @@ def adaptive_avg_pool1d(x, output_size):
     return _adaptive(x, 1, "adaptive_avg_pool1d", output_size)
 
 
-def adaptive_avg_pool2d(x, output_size):
+def adaptive_avg_pool2d(x: Any, output_size: Any) -> Any:
     """Adaptive 2-D average pooling, as ``torch.nn.functional.adaptive_avg_pool2d``; an entry
     ``None`` keeps that input size. See :func:`adaptive_avg_pool1d` for the windows.
 
@@ -186,7 +194,7 @@ def adaptive_avg_pool2d(x, output_size):
     return _adaptive(x, 2, "adaptive_avg_pool2d", output_size)
 
 
-def adaptive_avg_pool3d(x, output_size):
+def adaptive_avg_pool3d(x: Any, output_size: Any) -> Any:
     """Adaptive 3-D average pooling, as ``torch.nn.functional.adaptive_avg_pool3d``.
 
     >>> import numpy as np

@@ -12,32 +12,37 @@ Inputs are channels first, 3-D, 4-D or 5-D. Behaviour measured against OpenVINO 
 - ``auto_pad="valid"`` uses zero pads, ``same_upper`` / ``same_lower`` the ONNX SAME pads; every
   mode then applies ``rounding_type`` to the padded size (so ``same_*`` with ``ceil`` and a kernel
   smaller than the stride gives ``ceil((in - kernel) / stride) + 1`` outputs, as OpenVINO does).
-- A ceil window that starts past the padded end (stride > kernel) gives NaN / 0 here; OpenVINO
-  returns -0 there (an artefact of its kernel, not a documented result).
+- A kept ``ceil`` window with no input position divides as OpenVINO does, by
+  ``min(start + kernel, in) - max(start, 0)`` per axis with exclude-pad (or no padding): NaN when
+  it starts exactly at the input's end, a zero signed by the product of the axes' negative
+  divisors past it (-0 in 1-D; ruling R8); 0 with include-pad.
+- A kernel larger than the padded input is rejected in every rounding mode (R1).
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any, Sequence, Tuple
 
 import numpy as np
 
 from ._api import adaptive_average_pool, as_array, average_pool
-from ._desc import AdaptiveAveragePoolingDesc, AveragePoolingDesc, as_ints
-from ._frontend import (choice, flag, per_axis, pooled_size, renamed, same_padding, spatial_shape,
-                        spatial_size)
+from ._desc import AveragePoolingDesc, as_ints
+from ._frontend import (CEIL, CEIL_DROP, FLOOR, adaptive_desc, choice, flag, per_axis, pooled_size,
+                        renamed, same_padding, spatial_shape, spatial_size)
 
 __all__ = ["avg_pool", "adaptive_avg_pool"]
 
 _AUTO_PAD = ("explicit", "notset", "same_upper", "same_lower", "valid")
-_ROUNDING = ("floor", "ceil", "ceil_torch")
+_ROUNDING = {"floor": FLOOR, "ceil": CEIL, "ceil_torch": CEIL_DROP}
 # the core's argument names in error messages, as OpenVINO calls them
 _NAMES = {"window_size": "kernel", "start_padding": "pads_begin", "end_padding": "pads_end",
           "output_sizes": "kernel/strides/pads"}
 
 
-def avg_pool(x, kernel, *, strides, pads_begin, pads_end, exclude_pad, rounding_type="floor",
-             auto_pad="explicit"):
+def avg_pool(x: Any, kernel: Sequence[int], *, strides: Sequence[int], pads_begin: Sequence[int],
+             pads_end: Sequence[int], exclude_pad: bool, rounding_type: str = "floor",
+             auto_pad: str = "explicit") -> Any:
     """OpenVINO ``AvgPool`` (opset 1 and 14): average over windows of ``kernel``.
 
     Per spatial axis (no dilation in AvgPool)::
@@ -68,7 +73,9 @@ def avg_pool(x, kernel, *, strides, pads_begin, pads_end, exclude_pad, rounding_
 
 
 @lru_cache(maxsize=256)
-def _pool_desc(spatial, kernel, strides, pads_begin, pads_end, exclude_pad, rounding, auto_pad):
+def _pool_desc(spatial: Tuple[int, ...], kernel: Tuple[int, ...], strides: Tuple[int, ...],
+               pads_begin: Tuple[int, ...], pads_end: Tuple[int, ...], exclude_pad: bool,
+               rounding: str, auto_pad: str) -> AveragePoolingDesc:
     rank = len(kernel)
     if not 1 <= rank <= 3:
         raise ValueError(f"kernel must have 1, 2 or 3 entries, got {rank}")
@@ -92,10 +99,8 @@ def _pool_desc(spatial, kernel, strides, pads_begin, pads_end, exclude_pad, roun
                     f"pads_begin/pads_end: with exclude_pad every padding must be smaller than the "
                     f"kernel, got pads {pb}, {pe} for kernel {k} on spatial axis {a}")
         # every auto_pad mode applies rounding_type to the padded size, as OpenVINO does
-        out = pooled_size(size, k, s, pb, pe, rounding != "floor", "kernel", a,
+        out = pooled_size(size, k, s, pb, pe, _ROUNDING[rounding], "kernel", a,
                           "pads_begin/pads_end")
-        if rounding == "ceil_torch" and (out - 1) * s >= size + pb:
-            out -= 1  # the last window would start in the right padding
         begin.append(pb)
         end.append(pe)
         outs.append(out)
@@ -108,7 +113,7 @@ def _pool_desc(spatial, kernel, strides, pads_begin, pads_end, exclude_pad, roun
                               count_overhang=True)
 
 
-def adaptive_avg_pool(x, output_size):
+def adaptive_avg_pool(x: Any, output_size: Any) -> Any:
     """OpenVINO ``AdaptiveAvgPool`` (opset 8): average over adaptive windows.
 
     ``output_size`` is a 1-D sequence or int32/int64 array with one entry per spatial axis.
@@ -129,12 +134,4 @@ def adaptive_avg_pool(x, output_size):
     a = as_array(x)
     spatial_shape(a, len(sizes), "output_size")
     with renamed({"output_sizes": "output_size"}):
-        return adaptive_average_pool(x, _adaptive_desc(sizes))
-
-
-@lru_cache(maxsize=256)
-def _adaptive_desc(sizes):
-    for i, v in enumerate(sizes):
-        if v < 1:
-            raise ValueError(f"output_size[{i}] must be >= 1, got {v}")
-    return AdaptiveAveragePoolingDesc(sizes)
+        return adaptive_average_pool(x, adaptive_desc(sizes))

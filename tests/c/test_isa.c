@@ -220,7 +220,9 @@ static int taps_of(const tcase *c, const axis *x, int64_t o, int64_t *pos, int64
         if (p >= 0 && p < x->in) pos[n++] = p;
         if (p < x->in + x->pe) ++padded;
     }
-    if (!c->pd.include_padding)
+    if (!c->pd.include_padding && c->pd.count_overhang && base >= x->in)
+        *count = x->in - base; /* OpenVINO: 0 at the end (NaN), negative past it (-0) */
+    else if (!c->pd.include_padding)
         *count = n;
     else
         *count = c->pd.count_overhang ? x->k : padded;
