@@ -239,7 +239,7 @@ def test_ceil_mode_window_starting_in_right_pad_dropped(rank, cip):
 
 
 def test_overhang_not_counted():
-    """in 6, k 3, s 3, p 1, ceil_mode, count_include_pad: [1, 4, 3] (torch, SEMANTICS 2b)."""
+    """in 6, k 3, s 3, p 1, ceil_mode, count_include_pad: [1, 4, 3] (torch, docs/semantics.md 3b)."""
     x = seq(1, 1, 6)
     got = AF.avg_pool1d(x, 3, 3, 1, ceil_mode=True, count_include_pad=True)
     assert_close(got, np.array([[[1, 4, 3]]], np.float32))
@@ -330,7 +330,7 @@ def test_divisor_override_zero(rank):
 
 def test_3d_window_larger_than_input():
     """in 1, k 2, padding 1: torch's avg_pool1d/2d accept it, its avg_pool3d raises "input image
-    smaller than kernel size". avgpool accepts it in every rank (SEMANTICS section 4 case 13)."""
+    smaller than kernel size". avgpool accepts it in every rank (docs/semantics.md section 5 case 13)."""
     x = np.ones((1, 1, 1, 1, 1), np.float32)
     with pytest.raises(RuntimeError, match="smaller than kernel size"):
         TF.avg_pool3d(torch.from_numpy(x), (1, 1, 2), padding=(0, 0, 1))

@@ -9,7 +9,7 @@ huge spatial sizes), ranks 1-3, dtypes (supported and not), layouts, non-contigu
 them, and invalid), ``num_threads`` and every attribute valid or invalid (wrong length, zero,
 negative, float, bool, string, None, 2**62, 2**63, 2**64, -2**63 ...).
 
-Each call has exactly two allowed outcomes, decided by an independent model of SEMANTICS.md
+Each call has exactly two allowed outcomes, decided by an independent model of docs/semantics.md
 written in this file (``model_*``):
 
 - the call is valid: it returns an array of the model's shape and of x's dtype whose values match
@@ -120,7 +120,7 @@ class Viol:
 
 
 def m_int(v, name):
-    """SEMANTICS 3: integer attributes; bools and non-integers are invalid."""
+    """docs/semantics.md 4: integer attributes; bools and non-integers are invalid."""
     if isinstance(v, (bool, np.bool_)):
         raise Invalid(name)
     try:
@@ -266,7 +266,7 @@ def split_shape(v: Viol, shape, layout, rank, rank_names):
 
 
 def check_counts(v: Viol, n, c, in_sizes, out_sizes, out_names, in_names=("x",)):
-    """SEMANTICS 3 / avgpool.h: the spatial size products, and every element count times 8,
+    """docs/semantics.md 4 / avgpool.h: the spatial size products, and every element count times 8,
     must fit in int64."""
     def overflows(p):  # multiplied in this order (plan.c): an intermediate may overflow
         return p > INT64_MAX or p * n > INT64_MAX or p * n * c * 8 > INT64_MAX
@@ -1264,7 +1264,7 @@ ONNX_NAMES = front_names({"window_size": "kernel_shape", "start_padding": "pads"
 
 def model_onnx(v: Viol, x_shape, kernel_shape, strides, pads, auto_pad, ceil_mode,
                count_include_pad, dilations):
-    """onnx.average_pool: SEMANTICS 2 (ONNX) and the choices its docstring documents."""
+    """onnx.average_pool: docs/semantics.md 2 (ONNX) and the choices its docstring documents."""
     k = v.attempt(m_ints, kernel_shape, "kernel_shape")
     rank = len(k) if k is not None else None
     if k is not None and not 1 <= rank <= 3:
@@ -1380,7 +1380,7 @@ def test_fuzz_onnx_average_pool(data):
     y = run_case(lambda: av_onnx.average_pool(
         xcase.x, kernel_shape, strides=strides, pads=pads, auto_pad=auto_pad,
         ceil_mode=ceil_mode, count_include_pad=cip, dilations=dilations), xcase, exp)
-    # the peer where the documented behaviours agree (SEMANTICS 2b: not auto_pad with
+    # the peer where the documented behaviours agree (docs/semantics.md 3b: not auto_pad with
     # ceil_mode or dilations, no empty windows), on small finite float32 / float64 inputs
     if (y is not None and xcase.dtype in SUPPORTED[:2] and 0 < xcase.values.size <= 4000
             and small_cfg(exp)):
@@ -1445,7 +1445,7 @@ OV_NAMES = front_names({"window_size": "kernel", "start_padding": "pads_begin",
 
 def model_openvino(v: Viol, x_shape, kernel, strides, pads_begin, pads_end, exclude_pad,
                    rounding_type, auto_pad):
-    """openvino.avg_pool: SEMANTICS 2 (OpenVINO) and the choices its docstring documents."""
+    """openvino.avg_pool: docs/semantics.md 2 (OpenVINO) and the choices its docstring documents."""
     k = v.attempt(m_ints, kernel, "kernel")
     rank = len(k) if k is not None else None
     if k is not None and not 1 <= rank <= 3:
@@ -1660,7 +1660,7 @@ def m_expand(value, name, rank, allow_none=False):
 
 def model_functional(v: Viol, x_shape, rank, fname, kernel_size, stride, padding, ceil_mode,
                      cip, divisor_override):
-    """functional.avg_pool{1,2,3}d: SEMANTICS 2 (PyTorch-style)."""
+    """functional.avg_pool{1,2,3}d: docs/semantics.md 2 (PyTorch-style)."""
     unbatched = len(x_shape) == rank + 1
     if len(x_shape) not in (rank + 1, rank + 2):
         v.add("x", fname)
