@@ -2,6 +2,7 @@
 
 import argparse
 import sys
+from typing import List, Optional
 
 
 def _version() -> str:
@@ -10,7 +11,7 @@ def _version() -> str:
     return __version__
 
 
-def main(argv=None) -> int:
+def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m avgpool")
     parser.add_argument("--version", action="version", version=f"avgpool {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)

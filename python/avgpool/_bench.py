@@ -19,7 +19,7 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -89,6 +89,8 @@ def _avgpool_fn(case: Case, x: np.ndarray, layout: str, threads: int, reuse_out:
     """avgpool on this case; with reuse_out the output buffer is allocated once and passed as
     ``out=`` (as OpenVINO's reused infer request keeps its output), else every call allocates."""
     xl = _to_layout(x, layout)
+    desc: Any  # AveragePoolingDesc or AdaptiveAveragePoolingDesc, matching pool
+    pool: Callable[..., Any]
     if case.kind == "pool":
         desc = avgpool.AveragePoolingDesc(
             case.kernel, case.stride, case.pad, case.pad, case.dilation,
@@ -131,13 +133,14 @@ def _torch_fn(case: Case, x: np.ndarray, layout: str, threads: int) -> Optional[
         fmt = torch.channels_last if case.rank == 2 else torch.channels_last_3d
         t = t.contiguous(memory_format=fmt)
     if case.kind == "pool":
-        fn = (F.avg_pool1d, F.avg_pool2d, F.avg_pool3d)[case.rank - 1]
-        args = dict(kernel_size=case.kernel, stride=case.stride, padding=case.pad,
+        fn: Callable[..., Any] = (F.avg_pool1d, F.avg_pool2d, F.avg_pool3d)[case.rank - 1]
+        args: Dict[str, Any] = dict(kernel_size=case.kernel, stride=case.stride, padding=case.pad,
                     ceil_mode=case.ceil_mode, count_include_pad=case.count_include_pad)
         return lambda: fn(t, **args)
-    fn = (F.adaptive_avg_pool1d, F.adaptive_avg_pool2d, F.adaptive_avg_pool3d)[case.rank - 1]
+    afn: Callable[..., Any] = (F.adaptive_avg_pool1d, F.adaptive_avg_pool2d,
+                               F.adaptive_avg_pool3d)[case.rank - 1]
     sizes = case.output_size if case.kind == "adaptive" else (1,) * case.rank
-    return lambda: fn(t, sizes)
+    return lambda: afn(t, sizes)
 
 
 def _onnx_model(case: Case, x: np.ndarray):
@@ -297,8 +300,9 @@ def run(cases: List[Case], threads: int, quick: bool = False, peers: Optional[Li
             agree[name] = bool(got.shape == ref.shape and np.allclose(got, ref, rtol=tol, atol=tol))
         in_bytes = x.nbytes
         out_bytes = ref.size * x.itemsize
-        row = {"case": case.id, "layout": layout, "dtype": case.dtype, "threads": threads,
-               "bytes": in_bytes + out_bytes, "agree": agree, "impls": {}}
+        row: Dict[str, Any] = {"case": case.id, "layout": layout, "dtype": case.dtype,
+                               "threads": threads, "bytes": in_bytes + out_bytes, "agree": agree,
+                               "impls": {}}
         for name, fn in impls.items():
             med, mn = _time(fn, budget, min_reps, max_reps)
             gbps = (in_bytes + out_bytes) / med / 1e9
@@ -309,7 +313,7 @@ def run(cases: List[Case], threads: int, quick: bool = False, peers: Optional[Li
         ours = row["impls"]["avgpool"]["median_us"]
         peer_times = {n: v["median_us"] for n, v in row["impls"].items() if n != "avgpool"}
         if peer_times:
-            best = min(peer_times, key=peer_times.get)
+            best = min(peer_times, key=lambda n: peer_times[n])
             row["best_peer"] = best
             row["ratio_best_peer"] = peer_times[best] / ours
         if "torch" in peer_times:
