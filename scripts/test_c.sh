@@ -4,9 +4,10 @@
 #      errors, run ctest (API contract, hand-computed results, every ISA of
 #      this CPU against the scalar oracle, exported symbols);
 #   2. install into a temporary prefix, build examples/c against it with
-#      find_package(avgpool CONFIG) (shared and static) and with pkg-config +
-#      plain gcc, run both; then move the prefix and build again
-#      (the installed CMake and pkg-config files are relocatable);
+#      find_package(avgpool CONFIG) (shared and static) and with the pkg-config
+#      recipe of docs/c-library.md (its marked code block, run as written),
+#      run them all; then move the prefix and build again (the installed CMake
+#      and pkg-config files are relocatable);
 #   3. build the library and tests with AVGPOOL_SANITIZE (ASan + UBSan) and
 #      run ctest again.
 # Build trees go under build/ (AVGPOOL_BUILD_ROOT overrides); installs nothing
@@ -16,7 +17,6 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build_root=${AVGPOOL_BUILD_ROOT:-$root/build}
 jobs=${JOBS:-2}
-cc=${CC:-gcc}
 generator=()
 if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
 tmp=$(mktemp -d)
@@ -53,16 +53,26 @@ build_example() { # prefix, tag
   "$tmp/example-$tag/pool_example"
   "$tmp/example-$tag/pool_example_static" > "$tmp/static.out"
   "$tmp/example-$tag/pool_example" | cmp - "$tmp/static.out"
-  # pkg-config with plain gcc; the rpath points into the prefix
+  # pkg-config: the recipe of docs/c-library.md, run exactly as written there, with the example
+  # as app.c (its output must match the CMake builds')
   export PKG_CONFIG_PATH="$p/lib/pkgconfig"
-  local libdir
-  libdir=$(pkg-config --variable=libdir avgpool)
-  # shellcheck disable=SC2046
-  "$cc" -std=c11 -Wall -Wextra -Werror "$root/examples/c/pool_example.c" \
-        $(pkg-config --cflags --libs avgpool) -Wl,-rpath,"$libdir" -o "$tmp/pool_example_pc-$tag"
-  "$tmp/pool_example_pc-$tag" | cmp - "$tmp/static.out"
-  echo "example ($tag prefix): find_package shared + static and pkg-config builds agree" | tee -a "$log"
+  local dir=$tmp/pkg-config-$tag
+  mkdir -p "$dir"
+  cp "$root/examples/c/pool_example.c" "$dir/app.c"
+  printf '%s\n' "$pkg_config_recipe" > "$dir/recipe.sh"
+  (cd "$dir" && bash -euo pipefail recipe.sh) > "$dir/out.txt"
+  cmp "$dir/out.txt" "$tmp/static.out"
+  echo "example ($tag prefix): find_package shared + static and the pkg-config recipe agree" | tee -a "$log"
 }
+# The code block after the marker comment in docs/c-library.md.
+pkg_config_recipe=$(awk '/scripts\/test_c.sh runs the next code block/ {armed = 1; next}
+  armed && /^```/ {if (inside) exit; inside = 1; next}
+  inside {print}' "$root/docs/c-library.md")
+if [ -z "$pkg_config_recipe" ]; then
+  echo "no pkg-config recipe found after the marker in docs/c-library.md" >&2
+  exit 1
+fi
+printf 'pkg-config recipe from docs/c-library.md:\n%s\n' "$pkg_config_recipe"
 build_example "$prefix" installed
 mv "$prefix" "$tmp/moved-prefix"
 build_example "$tmp/moved-prefix" moved

@@ -6,6 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+# CI's constraints (the CPU build of torch) for every pip call here, also when run on its own.
+export PIP_CONSTRAINT=${PIP_CONSTRAINT:-$root/.ci/constraints.txt}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

@@ -1,4 +1,4 @@
-"""Float64 brute-force reference for the core model of SEMANTICS.md section 1.
+"""Float64 brute-force reference for the core model of docs/semantics.md section 1.
 
 Written straight from the definitions, loops over output positions and window taps, numpy only
 over the (N, C) plane. Independent of the library: it must not import avgpool.
@@ -41,7 +41,7 @@ def ref_output_size(n, k, s, pb, pe, d):
 def ref_average_pool(x, window, strides=None, start_padding=None, end_padding=None,
                      dilations=None, include_padding=False, output_sizes=None,
                      count_overhang=False, divisor_override=None, layout="NCHW"):
-    """Windowed average pooling of ``x`` (float64 result) per SEMANTICS.md section 1."""
+    """Windowed average pooling of ``x`` (float64 result) per docs/semantics.md section 1."""
     x = np.asarray(x, dtype=np.float64)
     r = len(window)
     assert x.ndim == r + 2

@@ -48,7 +48,7 @@ def test_reference_by_hand():
     np.testing.assert_array_equal(
         ref_average_pool(x, (2,), (1,), (1,), (1,), (1,), True)[0, 0],
         [0.5, 1.5, 2.5, 3.5, 4.5, 5.5, 3])
-    # dilation 2, pads 1, include pad (SEMANTICS 2b): [1, 2, 3, 4, 5, 2.5]
+    # dilation 2, pads 1, include pad (docs/semantics.md 3b): [1, 2, 3, 4, 5, 2.5]
     np.testing.assert_array_equal(
         ref_average_pool(x, (2,), (1,), (1,), (1,), (2,), True)[0, 0], [1, 2, 3, 4, 5, 2.5])
     # in 6, k 3, s 3, p 1, three outputs (ceil), include pad: overhang counted or not

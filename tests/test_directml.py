@@ -1,7 +1,7 @@
 """avgpool.directml (AVERAGE_POOLING / AVERAGE_POOLING1) against the float64 brute-force reference
 of tests/reference.py, and its equivalence with avgpool.onnx for matching attributes.
 
-No DirectML runtime runs here (Windows / D3D12 only): the reference implements SEMANTICS.md
+No DirectML runtime runs here (Windows / D3D12 only): the reference implements docs/semantics.md
 section 1, which DirectML's descriptor maps onto field for field.
 """
 
@@ -116,7 +116,7 @@ def test_case2_corners(include):
 
 @pytest.mark.parametrize("include", [False, True])
 def test_case8_dilation_2_padding_1(include):
-    """AVERAGE_POOLING1, 1-D and 2-D; the 1-D row of SEMANTICS 2b: [1, 2, 3, 4, 5, 2.5]."""
+    """AVERAGE_POOLING1, 1-D and 2-D; the 1-D row of docs/semantics.md 3b: [1, 2, 3, 4, 5, 2.5]."""
     x = seq(1, 1, 6)
     y = D.average_pooling(x, [2], [1], [1], [1], include, dilations=[2])
     expected = [1, 2, 3, 4, 5, 2.5] if include else [2, 2, 3, 4, 5, 5]

@@ -1,4 +1,4 @@
-"""SEMANTICS.md section 4, the cases about the core model (1, 2, 9, 11, 12, 13, 15; and the core's
+"""docs/semantics.md section 5, the cases about the core model (1, 2, 9, 11, 12, 13, 15; and the core's
 answers for 5, 8 and 16). Expected values are worked out by hand here or come from the float64
 reference; none is copied from the library's output."""
 

@@ -1,6 +1,6 @@
 """Invalid inputs to the core API: each raises ValueError / TypeError naming the argument.
 
-SEMANTICS.md section 3: every message names the argument and the rule it broke.
+docs/semantics.md section 4: every message names the argument and the rule it broke.
 """
 
 import numpy as np
@@ -228,7 +228,7 @@ def test_avgpool_num_threads_env(monkeypatch):
 
 # --------------------------------------------------------------------------------------------
 # Sizes that overflow int64. Each raises ValueError mentioning the overflow; the messages
-# should also name the argument that overflows (SEMANTICS.md section 3).
+# should also name the argument that overflows (docs/semantics.md section 4).
 
 
 @pytest.mark.parametrize("call", [

@@ -239,7 +239,7 @@ def test_ceil_mode_window_starting_in_right_pad_dropped(rank, cip):
 
 
 def test_overhang_not_counted():
-    """in 6, k 3, s 3, p 1, ceil_mode, count_include_pad: [1, 4, 3] (torch, SEMANTICS 2b)."""
+    """in 6, k 3, s 3, p 1, ceil_mode, count_include_pad: [1, 4, 3] (torch, docs/semantics.md 3b)."""
     x = seq(1, 1, 6)
     got = AF.avg_pool1d(x, 3, 3, 1, ceil_mode=True, count_include_pad=True)
     assert_close(got, np.array([[[1, 4, 3]]], np.float32))

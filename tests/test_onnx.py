@@ -3,7 +3,7 @@
 (a) every AveragePool / GlobalAveragePool node test case of the installed onnx, plus the
     pytorch-converted AvgPool model tests it ships;
 (b) hypothesis against onnx.reference; (c) hypothesis against onnxruntime;
-(d) SEMANTICS.md section 4 cases 3-10 and 16 and the section 2b rows, asserted against both peers;
+(d) docs/semantics.md section 5 cases 3-10 and 16 and the section 3b rows, asserted against both peers;
 (e) pinned disagreements between the peers, each stating which side avgpool takes.
 
 Peer disagreements found (measured with onnx 1.23.2 and onnxruntime 1.32.0), see section (e):
@@ -19,7 +19,7 @@ Peer disagreements found (measured with onnx 1.23.2 and onnxruntime 1.32.0), see
   AveragePool-1 always excludes them, which avgpool does. onnxruntime has no AveragePool-1.
 - onnx.reference refuses ceil_mode=1 with any auto_pad. For SAME, avgpool and onnxruntime give
   ceil(in / stride). For VALID, onnxruntime applies the ceil rule (as pads=0 + ceil_mode=1, not
-  the floor size SEMANTICS section 2b first recorded): avgpool follows it
+  the floor size docs/semantics.md section 3b first recorded): avgpool follows it
   (test_valid_with_ceil_mode_matches_onnxruntime).
 - SAME with kernel < stride (a negative total pad): onnxruntime 19+ shifts the windows by the
   negative head pad, and so does avgpool (ruling R3, tests/test_rulings.py); onnxruntime's opset
@@ -418,7 +418,7 @@ def test_average_pool_other_dtypes_vs_peers(dtype, attrs):
 
 
 # ---------------------------------------------------------------------------------------------
-# (d) SEMANTICS.md section 4 and the section 2b table, against both peers
+# (d) docs/semantics.md section 5 and the section 3b table, against both peers
 
 
 def check_both(x, expected=None, *, ort=True, opset=22, **attrs):
@@ -453,7 +453,7 @@ def test_case3_ceil_mode_2d():
 
 def test_case4_6x6_k3_s3_p1_ceil():
     """1x1x6x6, k 3, s 3, pads 1, ceil: out 3x3; the last window (1 valid + 1 pad + 1 overhang)
-    starts inside the input, so ONNX keeps it (SEMANTICS case 4 expects a dropped window, which
+    starts inside the input, so ONNX keeps it (docs/semantics.md section 5 case 4 expects a dropped window, which
     this shape does not produce: see test_2b_ceil_window_starting_in_right_pad_is_dropped); with
     count_include_pad the overhang does not count."""
     x = seq(1, 1, 6, 6)

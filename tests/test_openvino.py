@@ -224,7 +224,7 @@ def test_avg_pool_float16_and_float64_vs_openvino():
                                         ((1, 1, 13), [1]), ((2, 3, 10, 7), [3, 9]),
                                         ((1, 2, 5, 6, 7), [2, 6, 1])])
 def test_adaptive_avg_pool_cases(index_dtype, shape, outs):
-    """SEMANTICS section 4 case 11 (10->3, 7->7, 5->8, 13->1) and 2-D / 3-D versions."""
+    """docs/semantics.md section 5 case 11 (10->3, 7->7, 5->8, 13->1) and 2-D / 3-D versions."""
     x = seq(*shape)
     size = np.array(outs, dtype=index_dtype)
     got = O.adaptive_avg_pool(x, size)
@@ -243,7 +243,7 @@ def test_adaptive_avg_pool_rejects_other_index_dtypes():
 
 
 # ---------------------------------------------------------------------------------------------
-# SEMANTICS section 2b (OpenVINO columns) and section 4 case 4
+# docs/semantics.md section 3b (OpenVINO columns) and section 5 case 4
 
 
 @pytest.mark.parametrize("exclude_pad,kept", [(True, [1, 2.5, 4.5, np.nan]),

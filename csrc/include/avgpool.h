@@ -5,7 +5,7 @@
  * axes, in channels-first (N, C, [D,] [H,] W) or channels-last
  * (N, [D,] [H,] W, C) layout, for float32, float64, float16 and bfloat16.
  *
- * Model (one per spatial axis, see SEMANTICS.md of the project):
+ * Model (one per spatial axis, see docs/semantics.md):
  *   effective window   ek  = (k - 1) * d + 1
  *   default output     out = floor((in + pb + pe - ek) / s) + 1
  *   window of o        p_j = o * s - pb + j * d,  j = 0 .. k-1

@@ -5,6 +5,8 @@ DirectML (:mod:`avgpool.directml`) and PyTorch-style functions (:mod:`avgpool.fu
 mapped onto :class:`AveragePoolingDesc` / :class:`AdaptiveAveragePoolingDesc`.
 """
 
+from __future__ import annotations
+
 from . import _core
 from ._api import adaptive_average_pool, average_pool
 from ._desc import AdaptiveAveragePoolingDesc, AveragePoolingDesc
@@ -71,7 +73,7 @@ def get_cmake_dir() -> str:
     return _package_path("lib", "cmake", "avgpool")
 
 
-def info() -> dict:
+def info() -> dict[str, str | bool | int]:
     """Version, build (compiler, flags, kernels compiled in), the kernel instruction set in use and
     the thread settings."""
     import os

@@ -2,10 +2,18 @@
 
 import argparse
 import sys
+from typing import List, Optional
 
 
-def main(argv=None) -> int:
+def _version() -> str:
+    from avgpool import __version__
+
+    return __version__
+
+
+def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m avgpool")
+    parser.add_argument("--version", action="version", version=f"avgpool {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="print version, build flags, kernel instruction set and thread settings")
     bench = sub.add_parser("bench", help="time avgpool against the installed peers")

@@ -5,6 +5,8 @@ The one place where arrays meet descriptors; every front end ends here.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Union, overload
+
 import ml_dtypes
 import numpy as np
 
@@ -12,17 +14,20 @@ from . import _core
 from ._desc import AdaptiveAveragePoolingDesc, AveragePoolingDesc
 from ._frontend import adaptive_desc
 
+if TYPE_CHECKING:
+    import torch
+
 __all__ = ["average_pool", "adaptive_average_pool"]
 
 _BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 _core.register_bfloat16(_BFLOAT16)
 
 
-def is_torch(x) -> bool:
+def is_torch(x: object) -> bool:
     return type(x).__module__.startswith("torch")
 
 
-def _torch_to_numpy(t):
+def _torch_to_numpy(t: "torch.Tensor") -> np.ndarray:
     """A numpy view of a CPU torch tensor (bfloat16 through an int16 view)."""
     import torch
 
@@ -35,7 +40,7 @@ def _torch_to_numpy(t):
     return t.numpy()
 
 
-def numpy_to_torch(a):
+def numpy_to_torch(a: np.ndarray) -> "torch.Tensor":
     import torch
 
     if a.dtype == _BFLOAT16:
@@ -43,7 +48,7 @@ def numpy_to_torch(a):
     return torch.from_numpy(a)
 
 
-def as_array(x) -> np.ndarray:
+def as_array(x: Any) -> np.ndarray:
     """Any array-like as an ndarray without copying when possible."""
     if type(x) is np.ndarray:
         return x
@@ -61,7 +66,8 @@ def as_array(x) -> np.ndarray:
     )
 
 
-def _run(core_desc, x, layout, out, num_threads):
+def _run(core_desc: Union[_core.PoolDesc, _core.AdaptiveDesc], x: Any, layout: str,
+         out: Optional[np.ndarray], num_threads: Optional[int]) -> Any:
     """Run a core descriptor on x; the Cython ``run`` checks everything else in one call."""
     if type(x) is np.ndarray:
         return core_desc.run(x, layout, out, num_threads)
@@ -69,7 +75,18 @@ def _run(core_desc, x, layout, out, num_threads):
     return numpy_to_torch(y) if out is None and is_torch(x) else y
 
 
-def average_pool(x, desc: AveragePoolingDesc, *, layout: str = "NCHW", out=None, num_threads=None):
+# x: a numpy array, a CPU torch tensor, or any object with __array__ / __dlpack__ (hence Any).
+# A numpy array in gives a numpy array out (the first overload); a torch tensor gives a tensor.
+@overload
+def average_pool(x: np.ndarray, desc: AveragePoolingDesc, *, layout: str = ...,
+                 out: Optional[np.ndarray] = ..., num_threads: Optional[int] = ...) -> np.ndarray: ...
+@overload
+def average_pool(x: Any, desc: AveragePoolingDesc, *, layout: str = ...,
+                 out: Optional[np.ndarray] = ..., num_threads: Optional[int] = ...) -> Any: ...
+
+
+def average_pool(x: Any, desc: AveragePoolingDesc, *, layout: str = "NCHW",
+                 out: Optional[np.ndarray] = None, num_threads: Optional[int] = None) -> Any:
     """Windowed average pooling of ``x`` as described by ``desc``.
 
     ``x`` has shape ``(N, C, *spatial)`` (``layout="NCHW"``) or ``(N, *spatial, C)``
@@ -94,8 +111,22 @@ def average_pool(x, desc: AveragePoolingDesc, *, layout: str = "NCHW", out=None,
     return _run(desc._c, x, layout, out, num_threads)
 
 
-def adaptive_average_pool(x, desc_or_output_sizes, *, layout: str = "NCHW", out=None,
-                          num_threads=None):
+@overload
+def adaptive_average_pool(x: np.ndarray,
+                          desc_or_output_sizes: Union[AdaptiveAveragePoolingDesc, Sequence[int]],
+                          *, layout: str = ..., out: Optional[np.ndarray] = ...,
+                          num_threads: Optional[int] = ...) -> np.ndarray: ...
+@overload
+def adaptive_average_pool(x: Any,
+                          desc_or_output_sizes: Union[AdaptiveAveragePoolingDesc, Sequence[int]],
+                          *, layout: str = ..., out: Optional[np.ndarray] = ...,
+                          num_threads: Optional[int] = ...) -> Any: ...
+
+
+def adaptive_average_pool(x: Any,
+                          desc_or_output_sizes: Union[AdaptiveAveragePoolingDesc, Sequence[int]],
+                          *, layout: str = "NCHW", out: Optional[np.ndarray] = None,
+                          num_threads: Optional[int] = None) -> Any:
     """Adaptive average pooling of ``x`` to the given output sizes.
 
     ``desc_or_output_sizes`` is an :class:`AdaptiveAveragePoolingDesc` or a sequence with one
@@ -113,7 +144,7 @@ def adaptive_average_pool(x, desc_or_output_sizes, *, layout: str = "NCHW", out=
     return _run(desc._c, x, layout, out, num_threads)
 
 
-def _adaptive_desc(sizes):
+def _adaptive_desc(sizes: Any) -> AdaptiveAveragePoolingDesc:
     """Descriptors for plain output sizes, built once per distinct tuple of ints (only exact
     ints: 2.0 or True hash like 2 and 1 but must raise TypeError)."""
     if type(sizes) is tuple and all(type(v) is int for v in sizes):

@@ -8,6 +8,12 @@ and the output written once; ``%bw`` compares that with a large copy measured in
 avgpool writes into an output buffer allocated once (``out=``), as an inference loop would and as
 OpenVINO's reused infer request does; ``--alloc`` makes it allocate per call instead, like torch and
 onnxruntime (for outputs of tens of MB that adds the kernel's page zeroing to every call).
+
+A noisy machine makes every ratio meaningless, so the run says when it was: a load average above
+``MAX_LOAD_PER_CORE`` per core at the start, or a case where some implementation's median is more
+than ``MAX_SPREAD`` times its minimum (:func:`noisy_impls`), gets a warning, a ``noisy`` note on the
+row and a closing hint. When stdout or stderr is not a terminal there is no progress bar: one plain
+line per case goes to stderr instead.
 """
 
 from __future__ import annotations
@@ -19,13 +25,17 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
 import avgpool
 
-__all__ = ["CASES", "Case", "run", "main"]
+__all__ = ["CASES", "Case", "run", "main", "noisy_impls", "load_per_core", "format_table"]
+
+# A run is flagged as noisy above these (see the module docstring).
+MAX_LOAD_PER_CORE = 0.5
+MAX_SPREAD = 1.5
 
 
 @dataclass(frozen=True)
@@ -89,6 +99,8 @@ def _avgpool_fn(case: Case, x: np.ndarray, layout: str, threads: int, reuse_out:
     """avgpool on this case; with reuse_out the output buffer is allocated once and passed as
     ``out=`` (as OpenVINO's reused infer request keeps its output), else every call allocates."""
     xl = _to_layout(x, layout)
+    desc: Any  # AveragePoolingDesc or AdaptiveAveragePoolingDesc, matching pool
+    pool: Callable[..., Any]
     if case.kind == "pool":
         desc = avgpool.AveragePoolingDesc(
             case.kernel, case.stride, case.pad, case.pad, case.dilation,
@@ -131,13 +143,14 @@ def _torch_fn(case: Case, x: np.ndarray, layout: str, threads: int) -> Optional[
         fmt = torch.channels_last if case.rank == 2 else torch.channels_last_3d
         t = t.contiguous(memory_format=fmt)
     if case.kind == "pool":
-        fn = (F.avg_pool1d, F.avg_pool2d, F.avg_pool3d)[case.rank - 1]
-        args = dict(kernel_size=case.kernel, stride=case.stride, padding=case.pad,
+        fn: Callable[..., Any] = (F.avg_pool1d, F.avg_pool2d, F.avg_pool3d)[case.rank - 1]
+        args: Dict[str, Any] = dict(kernel_size=case.kernel, stride=case.stride, padding=case.pad,
                     ceil_mode=case.ceil_mode, count_include_pad=case.count_include_pad)
         return lambda: fn(t, **args)
-    fn = (F.adaptive_avg_pool1d, F.adaptive_avg_pool2d, F.adaptive_avg_pool3d)[case.rank - 1]
+    afn: Callable[..., Any] = (F.adaptive_avg_pool1d, F.adaptive_avg_pool2d,
+                               F.adaptive_avg_pool3d)[case.rank - 1]
     sizes = case.output_size if case.kind == "adaptive" else (1,) * case.rank
-    return lambda: fn(t, sizes)
+    return lambda: afn(t, sizes)
 
 
 def _onnx_model(case: Case, x: np.ndarray):
@@ -213,6 +226,45 @@ def available_peers() -> List[str]:
     return [name for name, mod in _PEER_MODULES.items() if importlib.util.find_spec(mod)]
 
 
+# ---------------------------------------------------------------- noise
+
+def noisy_impls(impls: Dict[str, Dict[str, float]], max_spread: float = MAX_SPREAD) -> List[str]:
+    """The implementations of one case whose timings are too spread out to trust: median more
+    than ``max_spread`` times the minimum. ``impls`` maps a name to its ``median_us`` and
+    ``min_us`` (a row's ``"impls"``); a pure function of those numbers."""
+    return [name for name, t in impls.items() if t["median_us"] > max_spread * t["min_us"]]
+
+
+def load_per_core() -> Optional[float]:
+    """The 1-minute load average per core, or None where the OS does not report it."""
+    try:
+        return os.getloadavg()[0] / (os.cpu_count() or 1)
+    except (AttributeError, OSError):
+        return None
+
+
+def load_warning(load: Optional[float], max_load: float = MAX_LOAD_PER_CORE) -> Optional[str]:
+    """The warning line for a load average per core above ``max_load`` (None: no warning)."""
+    if load is None or load <= max_load:
+        return None
+    return (f"WARNING: this machine is busy (load average {load:.2f} per core at the start, above "
+            f"{max_load}); timings and ratios will be noisy")
+
+
+_HINT = ("For numbers to trust, rerun on an idle machine (close other programs, wait for the load "
+         "to drop), and try --threads 1, which suffers least from other work on the machine.")
+
+_LEGEND = """columns:
+  avgpool us (min)  avgpool's median time per call in microseconds (its fastest call in brackets)
+  GB/s              input bytes read once + output bytes written once, over the median time
+  %bw               that GB/s as a percentage of a large single-threaded copy's bandwidth, which
+                    streams main memory; above 100% means the case's data sat in the CPU caches
+                    (or several threads read at once), so memory bandwidth was not the limit
+  <peer> us         the peer's median time; '!' after it: its output disagreed with avgpool's
+  ratio             the fastest peer's median / avgpool's median (> 1: avgpool is faster)
+  note              'noisy': some implementation's median exceeds {spread}x its minimum"""
+
+
 # ---------------------------------------------------------------- timing
 
 def _time(fn: Callable, budget_s: float, min_reps: int, max_reps: int) -> Tuple[float, float]:
@@ -269,9 +321,11 @@ def run(cases: List[Case], threads: int, quick: bool = False, peers: Optional[Li
     bandwidth = copy_bandwidth()
     rng = np.random.default_rng(0)
     work = [(c, layout) for c in cases for layout in ("NCHW", "NHWC")]
-    bar = _progress(len(work) * (1 + len(peers)), progress)
+    # the bar redraws a line with carriage returns: only on a terminal, else one line per case
+    interactive = sys.stdout.isatty() and sys.stderr.isatty()
+    bar = _progress(len(work) * (1 + len(peers)), progress and interactive)
     rows = []
-    for case, layout in work:
+    for i, (case, layout) in enumerate(work, 1):
         x = rng.standard_normal(case.shape, dtype=np.float32).astype(case.dtype)
         impls = {"avgpool": _avgpool_fn(case, x, layout, threads, reuse_out)}
         for peer in peers:
@@ -297,8 +351,9 @@ def run(cases: List[Case], threads: int, quick: bool = False, peers: Optional[Li
             agree[name] = bool(got.shape == ref.shape and np.allclose(got, ref, rtol=tol, atol=tol))
         in_bytes = x.nbytes
         out_bytes = ref.size * x.itemsize
-        row = {"case": case.id, "layout": layout, "dtype": case.dtype, "threads": threads,
-               "bytes": in_bytes + out_bytes, "agree": agree, "impls": {}}
+        row: Dict[str, Any] = {"case": case.id, "layout": layout, "dtype": case.dtype,
+                               "threads": threads, "bytes": in_bytes + out_bytes, "agree": agree,
+                               "impls": {}}
         for name, fn in impls.items():
             med, mn = _time(fn, budget, min_reps, max_reps)
             gbps = (in_bytes + out_bytes) / med / 1e9
@@ -309,18 +364,25 @@ def run(cases: List[Case], threads: int, quick: bool = False, peers: Optional[Li
         ours = row["impls"]["avgpool"]["median_us"]
         peer_times = {n: v["median_us"] for n, v in row["impls"].items() if n != "avgpool"}
         if peer_times:
-            best = min(peer_times, key=peer_times.get)
+            best = min(peer_times, key=lambda n: peer_times[n])
             row["best_peer"] = best
             row["ratio_best_peer"] = peer_times[best] / ours
         if "torch" in peer_times:
             row["ratio_torch"] = peer_times["torch"] / ours
+        row["noisy"] = noisy_impls(row["impls"])
         rows.append(row)
+        if progress and not interactive:
+            times = ", ".join(f"{n} {v['median_us']:.0f} us" for n, v in row["impls"].items())
+            note = " (noisy)" if row["noisy"] else ""
+            print(f"bench {i}/{len(work)} {case.id} {layout}: {times}{note}", file=sys.stderr,
+                  flush=True)
     bar.close()
     ratios = [r["ratio_torch"] for r in rows if "ratio_torch" in r]
     summary = {
         "geomean_ratio_torch": math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None,
         "min_ratio_best_peer": min((r["ratio_best_peer"] for r in rows if "ratio_best_peer" in r),
                                    default=None),
+        "noisy_rows": sum(1 for r in rows if r["noisy"]),
     }
     return {"avgpool": avgpool.info(), "threads": threads, "copy_gbps": bandwidth,
             "reuse_out": reuse_out, "peers": peers, "rows": rows, "summary": summary}
@@ -369,8 +431,12 @@ def format_table(result: dict) -> str:
             f"threads={result['threads']} copy bandwidth {result['copy_gbps']:.1f} GB/s, avgpool "
             + ("writes into a reused out= buffer" if result["reuse_out"] else "allocates its output")
             + "\n")
+    load = result.get("load_per_core")
+    warning = load_warning(load)
+    if warning:
+        head = warning + "\n" + head
     cols = ["case", "layout", "avgpool us (min)", "GB/s", "%bw"] + [f"{p} us" for p in peers] + \
-        ["best peer", "ratio"]
+        ["best peer", "ratio", "note"]
     lines = [cols]
     for r in result["rows"]:
         ours = r["impls"]["avgpool"]
@@ -381,12 +447,13 @@ def format_table(result: dict) -> str:
             mark = "" if r["agree"].get(p, True) else "!"
             line.append(f"{v['median_us']:.0f}{mark}" if v else "-")
         line += [r.get("best_peer", "-"),
-                 f"{r['ratio_best_peer']:.2f}x" if "ratio_best_peer" in r else "-"]
+                 f"{r['ratio_best_peer']:.2f}x" if "ratio_best_peer" in r else "-",
+                 "noisy (" + ", ".join(r["noisy"]) + ")" if r.get("noisy") else ""]
         lines.append(line)
     widths = [max(len(str(row[i])) for row in lines) for i in range(len(cols))]
     out = [head]
     for i, row in enumerate(lines):
-        out.append("  ".join(str(v).ljust(w) for v, w in zip(row, widths)))
+        out.append("  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip())
         if i == 0:
             out.append("  ".join("-" * w for w in widths))
     s = result["summary"]
@@ -394,7 +461,14 @@ def format_table(result: dict) -> str:
         out.append(f"\ngeometric mean speed-up over torch: {s['geomean_ratio_torch']:.2f}x")
     if s["min_ratio_best_peer"] is not None:
         out.append(f"lowest ratio to the fastest peer:   {s['min_ratio_best_peer']:.2f}x")
-    out.append("(ratio = fastest peer's median / avgpool's median; '!' = output disagreed)")
+    out.append("")
+    out.append(_LEGEND.format(spread=MAX_SPREAD))
+    noisy = sum(1 for r in result["rows"] if r.get("noisy"))
+    if warning or noisy:
+        out.append("")
+        what = (f"{noisy} of {len(result['rows'])} rows noisy" if noisy else
+                "the machine was busy at the start")
+        out.append(f"Note: {what}. {_HINT}")
     return "\n".join(out)
 
 
@@ -430,8 +504,13 @@ def main(args) -> int:
         print(f"no case matches {args.cases!r}", file=sys.stderr)
         return 2
     threads = args.threads or os.cpu_count() or 1
+    load = load_per_core()
+    warning = load_warning(load)
+    if warning:  # now, before minutes of timing (stderr, with the progress); repeated in the table
+        print(warning, file=sys.stderr, flush=True)
     result = run(cases, threads, quick=args.quick, progress=not args.no_progress,
                  reuse_out=not args.alloc)
+    result["load_per_core"] = load
     print(format_table(result))
     if args.json:
         with open(args.json, "w") as f:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, field
-from typing import Optional, Sequence, Tuple
+from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -15,7 +15,7 @@ __all__ = ["AveragePoolingDesc", "AdaptiveAveragePoolingDesc"]
 INT64_MAX = 2**63 - 1
 
 
-def as_int(value, name: str) -> int:
+def as_int(value: Any, name: str) -> int:
     """An integer attribute: ints and numpy integers pass, bools and floats raise TypeError."""
     if isinstance(value, bool):
         raise TypeError(f"{name} must be an integer, got bool {value!r}")
@@ -25,7 +25,7 @@ def as_int(value, name: str) -> int:
         raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}") from None
 
 
-def as_ints(values, name: str, rank: Optional[int] = None) -> Tuple[int, ...]:
+def as_ints(values: Any, name: str, rank: Optional[int] = None) -> Tuple[int, ...]:
     """A per-axis integer attribute as a tuple, checked for length ``rank`` when given."""
     if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
         raise TypeError(f"{name} must be a sequence of integers, got {type(values).__name__}")
@@ -43,7 +43,7 @@ def _at_least(values: Tuple[int, ...], low: int, name: str) -> None:
             raise ValueError(f"{name}[{i}] must fit in int64, got {v}")
 
 
-def _as_bool(value, name: str) -> bool:
+def _as_bool(value: Any, name: str) -> bool:
     """A bool attribute: bool, numpy.bool_ or the integers 0 and 1."""
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
@@ -88,15 +88,15 @@ class AveragePoolingDesc:
     output_sizes: Optional[Sequence[int]] = None
     count_overhang: bool = False
     divisor_override: Optional[int] = None
-    _c: object = field(init=False, repr=False, compare=False, hash=False)
+    _c: _core.PoolDesc = field(init=False, repr=False, compare=False, hash=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         window = as_ints(self.window_size, "window_size")
         rank = len(window)
         if not 1 <= rank <= 3:
             raise ValueError(f"window_size must have 1, 2 or 3 entries, got {rank}")
 
-        def per_axis(value, name, default):
+        def per_axis(value: Optional[Sequence[int]], name: str, default: int) -> Tuple[int, ...]:
             return (default,) * rank if value is None else as_ints(value, name, rank)
 
         strides = per_axis(self.strides, "strides", 1)
@@ -168,9 +168,9 @@ class AdaptiveAveragePoolingDesc:
     """
 
     output_sizes: Sequence[int]
-    _c: object = field(init=False, repr=False, compare=False, hash=False)
+    _c: _core.AdaptiveDesc = field(init=False, repr=False, compare=False, hash=False)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         sizes = as_ints(self.output_sizes, "output_sizes")
         if not 1 <= len(sizes) <= 3:
             raise ValueError(f"output_sizes must have 1, 2 or 3 entries, got {len(sizes)}")
@@ -188,7 +188,7 @@ class AdaptiveAveragePoolingDesc:
         return self._c.output_shape(_shape_tuple(input_shape), layout)
 
 
-def _shape_tuple(shape) -> Tuple[int, ...]:
+def _shape_tuple(shape: Sequence[int]) -> Tuple[int, ...]:
     shape = as_ints(shape, "input_shape")
     for i, v in enumerate(shape):
         if not 0 <= v <= INT64_MAX:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Optional, Sequence, Tuple
+from typing import Any, Iterable, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -15,7 +15,8 @@ __all__ = ["per_axis", "flag", "choice", "ceil_div", "same_padding", "crop", "po
            "renamed"]
 
 
-def per_axis(value, name: str, rank: int, default: Optional[int] = None, low: int = 0) -> Tuple[int, ...]:
+def per_axis(value: Any, name: str, rank: int, default: Optional[int] = None,
+             low: int = 0) -> Tuple[int, ...]:
     """A per-axis attribute with ``rank`` entries, each ``>= low`` (``None`` takes ``default``)."""
     if value is None:
         if default is None:
@@ -30,7 +31,7 @@ def per_axis(value, name: str, rank: int, default: Optional[int] = None, low: in
     return values
 
 
-def flag(value, name: str) -> bool:
+def flag(value: Any, name: str) -> bool:
     """A 0/1 or bool attribute."""
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
@@ -40,7 +41,7 @@ def flag(value, name: str) -> bool:
     return bool(v)
 
 
-def choice(value, name: str, choices) -> str:
+def choice(value: Any, name: str, choices: Iterable[str]) -> str:
     """A string attribute, matched against ``choices`` (lower case) without regard to letter case:
     the one rule for every string attribute (``layout`` follows it too, in the core)."""
     if isinstance(value, bytes):
@@ -82,9 +83,10 @@ def same_padding(size: int, ek: int, stride: int, upper: bool,
     return start, total - start, out
 
 
-def crop(x, pads_begin: Sequence[int], pads_end: Sequence[int]):
-    """``x`` (channels first) without the positions that negative pads remove, and the pads
-    that remain (those >= 0). A view: the core copies it once, as any non-contiguous input."""
+def crop(x: Any, pads_begin: Sequence[int], pads_end: Sequence[int]) -> Any:
+    """``x`` (channels first) without the positions that the negative entries of the pads
+    remove; the other entries leave their side as it is. A view (numpy or torch): the core
+    copies it once, as any non-contiguous input."""
     index = [slice(None), slice(None)]
     for b, e in zip(pads_begin, pads_end):
         index.append(slice(max(0, -b), e if e < 0 else None))
@@ -120,7 +122,7 @@ def pooled_size(size: int, ek: int, stride: int, pb: int, pe: int, rounding: str
     return out
 
 
-def spatial_size(spatial, axis: int) -> int:
+def spatial_size(spatial: Sequence[int], axis: int) -> int:
     """The input size on one spatial axis, which must be >= 1 (checked axis by axis, in the
     front ends' per-axis loops, so earlier axes' errors come first)."""
     size = spatial[axis]
@@ -129,7 +131,7 @@ def spatial_size(spatial, axis: int) -> int:
     return size
 
 
-def spatial_shape(a, rank: int, name: str) -> Tuple[int, ...]:
+def spatial_shape(a: np.ndarray, rank: int, name: str) -> Tuple[int, ...]:
     """Spatial sizes of a channels-first array whose spatial rank must be ``rank``."""
     if a.ndim != rank + 2:
         raise ValueError(
@@ -143,14 +145,14 @@ class _Renamed:
     """Context manager behind :func:`renamed`; holds no per-use state, so one instance serves
     every call."""
 
-    def __init__(self, names):
+    def __init__(self, names: Iterable[Tuple[str, str]]) -> None:
         self.names = dict(names)
         self.pattern = re.compile(r"\b(" + "|".join(map(re.escape, self.names)) + r")\b")
 
-    def __enter__(self):
+    def __enter__(self) -> "_Renamed":
         return self
 
-    def __exit__(self, kind, exc, tb):
+    def __exit__(self, kind: Optional[type], exc: Optional[BaseException], tb: Any) -> bool:
         if kind in (ValueError, TypeError):
             message = self.pattern.sub(lambda m: self.names[m.group(1)], str(exc))
             raise kind(message) from None
@@ -158,11 +160,11 @@ class _Renamed:
 
 
 @lru_cache(maxsize=None)
-def _renamer(items) -> _Renamed:
+def _renamer(items: Tuple[Tuple[str, str], ...]) -> _Renamed:
     return _Renamed(items)
 
 
-def renamed(names):
+def renamed(names: Mapping[str, str]) -> _Renamed:
     """A context manager that rewrites the core's argument names in a ValueError / TypeError
     (``window_size`` -> ``kernel_shape``, ...) into the front end's own. Built once per mapping:
     it sits on every front-end call."""

@@ -6,14 +6,32 @@ The descriptor fields map one to one onto :class:`avgpool.AveragePoolingDesc`; D
 
 from __future__ import annotations
 
+from typing import Any, Optional, Sequence, overload
+
+import numpy as np
+
 from ._api import average_pool
 from ._desc import AveragePoolingDesc
 
 __all__ = ["average_pooling"]
 
 
-def average_pooling(x, window_size, strides, start_padding, end_padding, include_padding,
-                    dilations=None, output_sizes=None):
+@overload
+def average_pooling(x: np.ndarray, window_size: Sequence[int], strides: Sequence[int],
+                    start_padding: Sequence[int], end_padding: Sequence[int],
+                    include_padding: bool, dilations: Optional[Sequence[int]] = ...,
+                    output_sizes: Optional[Sequence[int]] = ...) -> np.ndarray: ...
+@overload
+def average_pooling(x: Any, window_size: Sequence[int], strides: Sequence[int],
+                    start_padding: Sequence[int], end_padding: Sequence[int],
+                    include_padding: bool, dilations: Optional[Sequence[int]] = ...,
+                    output_sizes: Optional[Sequence[int]] = ...) -> Any: ...
+
+
+def average_pooling(x: Any, window_size: Sequence[int], strides: Sequence[int],
+                    start_padding: Sequence[int], end_padding: Sequence[int],
+                    include_padding: bool, dilations: Optional[Sequence[int]] = None,
+                    output_sizes: Optional[Sequence[int]] = None) -> Any:
     """DirectML ``AVERAGE_POOLING`` (``dilations=None``) or ``AVERAGE_POOLING1``.
 
     Per spatial axis with ``ek = (window_size - 1) * dilation + 1``::

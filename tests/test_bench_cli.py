@@ -1,0 +1,98 @@
+"""``python -m avgpool bench`` as a user meets it: output piped into a file or a CI log (no
+carriage-return animation, one plain line per case), the legend of the columns, and the warnings
+of a noisy run (the decision functions are pure: tested with made-up timings)."""
+
+import functools
+import re
+import subprocess
+import sys
+
+from avgpool import _bench
+
+CASE = "global-1x2048x7x7"  # the smallest case of the suite
+
+
+@functools.lru_cache(maxsize=None)
+def _piped_run():
+    """One bench run with stdout and stderr piped (shared by the tests below, which the isa
+    fixture repeats per kernel path)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "avgpool", "bench", "--quick", "--threads", "1", "--cases", CASE],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_piped_run_has_no_carriage_returns():
+    rc, out, err = _piped_run()
+    assert rc == 0, err
+    assert "\r" not in out
+    assert "\r" not in err
+
+
+def test_piped_run_prints_one_plain_line_per_case():
+    _, out, err = _piped_run()
+    lines = [line for line in err.splitlines() if line.startswith("bench ")]
+    assert lines, err
+    for line in lines:
+        assert re.fullmatch(rf"bench \d+/2 {CASE} (NCHW|NHWC): avgpool \d+ us.*", line), line
+    # one line per row of the table (NHWC has a row only where a peer has that layout)
+    rows = [line for line in out.splitlines() if line.startswith(CASE)]
+    assert len(rows) == len(lines)
+
+
+def test_piped_run_has_the_legend():
+    _, out, _ = _piped_run()
+    assert "columns:" in out
+    legend = out[out.index("columns:"):]
+    for column in ("avgpool us (min)", "GB/s", "%bw", "ratio", "note"):
+        assert column in legend
+    assert "above 100%" in legend and "cache" in legend
+
+
+def test_noisy_impls_flags_a_median_far_above_the_minimum():
+    impls = {
+        "avgpool": {"median_us": 10.0, "min_us": 9.0},
+        "torch": {"median_us": 31.0, "min_us": 20.0},    # 1.55x
+        "openvino": {"median_us": 15.0, "min_us": 10.0},  # exactly 1.5x: still steady
+    }
+    assert _bench.noisy_impls(impls) == ["torch"]
+    assert _bench.noisy_impls(impls, max_spread=2.0) == []
+    assert _bench.noisy_impls(impls, max_spread=1.2) == ["torch", "openvino"]
+    assert _bench.noisy_impls({"avgpool": {"median_us": 100.0, "min_us": 1.0}}) == ["avgpool"]
+
+
+def test_load_warning_above_half_a_core():
+    assert _bench.load_warning(None) is None
+    assert _bench.load_warning(0.2) is None
+    assert _bench.load_warning(0.5) is None
+    warning = _bench.load_warning(1.25)
+    assert warning is not None and warning.startswith("WARNING") and "1.25" in warning
+
+
+def _result(noisy, load=0.0):
+    row = {"case": "c", "layout": "NCHW", "agree": {"avgpool": True, "torch": True},
+           "impls": {"avgpool": {"median_us": 10.0, "min_us": 9.0, "gbps": 1.0, "bw_fraction": 2.5},
+                     "torch": {"median_us": 20.0, "min_us": 5.0, "gbps": 0.5, "bw_fraction": 1.2}},
+           "best_peer": "torch", "ratio_best_peer": 2.0, "ratio_torch": 2.0, "noisy": noisy}
+    return {"avgpool": {"version": "0", "isa": "scalar"}, "threads": 1, "copy_gbps": 10.0,
+            "reuse_out": True, "peers": ["torch"], "rows": [row], "load_per_core": load,
+            "summary": {"geomean_ratio_torch": 2.0, "min_ratio_best_peer": 2.0,
+                        "noisy_rows": int(bool(noisy))}}
+
+
+def test_table_marks_noisy_rows_and_ends_with_a_hint():
+    table = _bench.format_table(_result(["torch"]))
+    row = next(line for line in table.splitlines() if line.startswith("c "))
+    assert row.endswith("noisy (torch)")
+    assert "1 of 1 rows noisy" in table and "--threads 1" in table
+
+
+def test_table_of_a_busy_machine_starts_with_the_warning():
+    table = _bench.format_table(_result([], load=2.0))
+    assert table.splitlines()[0].startswith("WARNING")
+    assert "--threads 1" in table
+
+
+def test_table_of_a_quiet_run_has_no_warning():
+    table = _bench.format_table(_result([]))
+    assert "WARNING" not in table and "noisy (" not in table and "--threads 1" not in table
