@@ -66,6 +66,10 @@ def isa(request):
     _core.set_isa(_FORCED or "auto")
 
 
+# tests that ran with their kernel path active at start and end, per path (the summary below)
+GUARDED: "dict[str, int]" = {}
+
+
 @pytest.fixture(autouse=True)
 def isa_guard(request, isa):
     """Fail any test whose id names a kernel path ([scalar], [avx2], ...) other than the one
@@ -74,6 +78,15 @@ def isa_guard(request, isa):
     yield
     assert _core.isa() == isa, (f"{request.node.nodeid} left the {_core.isa()} kernels active "
                                 f"(switch paths with conftest.using_isa, which restores them)")
+    GUARDED[isa] = GUARDED.get(isa, 0) + 1
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Per kernel path, how many tests ran with that path active from start to end."""
+    if GUARDED:
+        counts = ", ".join(f"{name} {GUARDED[name]}" for name in ISAS if name in GUARDED)
+        terminalreporter.write_line(f"kernel paths (tests run with the path active throughout): "
+                                    f"{counts}")
 
 
 @contextlib.contextmanager
