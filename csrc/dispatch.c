@@ -38,28 +38,33 @@ static int ap_x86_has(int want_avx512) {
 }
 #endif
 
-/* The kernel table for an ISA name, or NULL if unknown or unsupported here. */
-static const ap_kernel_table *ap_table_for(const char *name) {
-    if (strcmp(name, "scalar") == 0) return &ap_kernels_scalar;
+/* Whether this CPU runs each compiled instruction set (isa.h). */
+static int ap_cpu_has_scalar(void) { return 1; }
 #if defined(AP_HAVE_X86_KERNELS)
-    if (strcmp(name, "avx2") == 0) return ap_x86_has(0) ? &ap_kernels_avx2 : NULL;
-    if (strcmp(name, "avx512") == 0) return ap_x86_has(1) ? &ap_kernels_avx512 : NULL;
+static int ap_cpu_has_avx2(void) { return ap_x86_has(0); }
+static int ap_cpu_has_avx512(void) { return ap_x86_has(1); }
 #endif
 #if defined(AP_HAVE_NEON_KERNELS)
-    /* Advanced SIMD is mandatory on aarch64. */
-    if (strcmp(name, "neon") == 0) return &ap_kernels_neon;
+/* Advanced SIMD is mandatory on aarch64. */
+static int ap_cpu_has_neon(void) { return 1; }
 #endif
+
+/* The kernel table for an ISA name, or NULL if unknown or unsupported here. */
+static const ap_kernel_table *ap_table_for(const char *name) {
+#define AP_LOOKUP(isa)                                                                     \
+    AP_ISA_BUILT_##isa(if (strcmp(name, #isa) == 0) return ap_cpu_has_##isa() ? &ap_kernels_##isa : NULL;)
+    AP_ISAS(AP_LOOKUP)
+#undef AP_LOOKUP
     return NULL;
 }
 
-/* The best table this CPU supports. */
+/* The best table this CPU supports: the last of the list (isa.h) it runs. */
 static const ap_kernel_table *ap_best_table(void) {
-    static const char *const order[] = {"avx512", "avx2", "neon", "scalar"};
-    for (size_t i = 0; i < sizeof order / sizeof order[0]; ++i) {
-        const ap_kernel_table *t = ap_table_for(order[i]);
-        if (t) return t;
-    }
-    return &ap_kernels_scalar;
+    const ap_kernel_table *best = &ap_kernels_scalar;
+#define AP_BETTER(isa) AP_ISA_BUILT_##isa(if (ap_cpu_has_##isa()) best = &ap_kernels_##isa;)
+    AP_ISAS(AP_BETTER)
+#undef AP_BETTER
+    return best;
 }
 
 ap_status ap_set_isa(const char *name) {
@@ -181,13 +186,9 @@ const char *ap_version(void) {
 #ifndef AP_BUILD_FLAGS
 #define AP_BUILD_FLAGS "unknown"
 #endif
-#if defined(AP_HAVE_X86_KERNELS)
-#define AP_BUILD_KERNELS "scalar avx2 avx512"
-#elif defined(AP_HAVE_NEON_KERNELS)
-#define AP_BUILD_KERNELS "scalar neon"
-#else
-#define AP_BUILD_KERNELS "scalar"
-#endif
+/* " scalar avx2 avx512": the instruction sets compiled in, from isa.h. */
+#define AP_BUILT_NAME(isa) AP_ISA_BUILT_##isa(" " #isa)
+#define AP_BUILD_KERNELS "" AP_ISAS(AP_BUILT_NAME)
 #ifdef _OPENMP
 #define AP_BUILD_OPENMP AP_STR(_OPENMP)
 #else
@@ -196,8 +197,10 @@ const char *ap_version(void) {
 
 const char *ap_build_info(void) {
     return "compiler: " AP_BUILD_COMPILER "; build type: " AP_BUILD_TYPE "; flags: " AP_BUILD_FLAGS
-           "; kernels: " AP_BUILD_KERNELS "; openmp: " AP_BUILD_OPENMP;
+           "; kernels:" AP_BUILD_KERNELS "; openmp: " AP_BUILD_OPENMP;
 }
+
+const char *ap_compiled_isas(void) { return AP_BUILD_KERNELS + 1; }
 
 const char *ap_isa(void) {
     const ap_kernel_table *t = ap_kernels();

@@ -33,7 +33,7 @@ from avgpool import _core  # noqa: E402
 def available_isas():
     """The kernel paths this build and CPU can run, the scalar oracle first."""
     names = []
-    for name in ("scalar", "avx2", "avx512", "neon"):
+    for name in _core.compiled_isas():
         try:
             _core.set_isa(name)
         except ValueError:
