@@ -27,6 +27,11 @@ ap_status ap_avgpool_nhwc_f64_scalar(const ap_plan *plan, const void *x, void *y
 ap_status ap_avgpool_nhwc_f16_scalar(const ap_plan *plan, const void *x, void *y);
 ap_status ap_avgpool_nhwc_bf16_scalar(const ap_plan *plan, const void *x, void *y);
 
+/* The kernel table in use (dispatch.c): chosen at the first call from
+ * AVGPOOL_ISA or the CPU, or by ap_set_isa. NULL when AVGPOOL_ISA names an
+ * unavailable instruction set; *status (if not NULL) then says AP_ERR_ISA. */
+const ap_kernel_table *ap_kernels(ap_status *status);
+
 /* ap_kernels_<isa> for every instruction set compiled in (isa.h). */
 #define AP_DECLARE_TABLE(isa) AP_ISA_BUILT_##isa(extern const ap_kernel_table ap_kernels_##isa;)
 AP_ISAS(AP_DECLARE_TABLE)
