@@ -1,18 +1,11 @@
-/* dispatch.c - the single dispatch point: picks the kernel table once (CPU
- * detection, overridden by AVGPOOL_ISA) and routes every entry point through
- * plan -> kernel. */
+/* dispatch.c - chooses the kernel table and nothing more: CPU detection,
+ * the name lookup over the list of instruction sets (isa.h), the "auto"
+ * order, AVGPOOL_ISA (read once) and ap_set_isa. The entry points that run
+ * kernels are in api.c. */
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "kernels/kernels.h"
-#include "plan.h"
-
-#define AP_STR_(x) #x
-#define AP_STR(x) AP_STR_(x)
 
 static const ap_kernel_table *ap_table = NULL;
 static ap_status ap_table_status = AP_OK;
@@ -38,28 +31,33 @@ static int ap_x86_has(int want_avx512) {
 }
 #endif
 
-/* The kernel table for an ISA name, or NULL if unknown or unsupported here. */
-static const ap_kernel_table *ap_table_for(const char *name) {
-    if (strcmp(name, "scalar") == 0) return &ap_kernels_scalar;
+/* Whether this CPU runs each compiled instruction set (isa.h). */
+static int ap_cpu_has_scalar(void) { return 1; }
 #if defined(AP_HAVE_X86_KERNELS)
-    if (strcmp(name, "avx2") == 0) return ap_x86_has(0) ? &ap_kernels_avx2 : NULL;
-    if (strcmp(name, "avx512") == 0) return ap_x86_has(1) ? &ap_kernels_avx512 : NULL;
+static int ap_cpu_has_avx2(void) { return ap_x86_has(0); }
+static int ap_cpu_has_avx512(void) { return ap_x86_has(1); }
 #endif
 #if defined(AP_HAVE_NEON_KERNELS)
-    /* Advanced SIMD is mandatory on aarch64. */
-    if (strcmp(name, "neon") == 0) return &ap_kernels_neon;
+/* Advanced SIMD is mandatory on aarch64. */
+static int ap_cpu_has_neon(void) { return 1; }
 #endif
+
+/* The kernel table for an ISA name, or NULL if unknown or unsupported here. */
+static const ap_kernel_table *ap_table_for(const char *name) {
+#define AP_LOOKUP(isa)                                                                     \
+    AP_ISA_BUILT_##isa(if (strcmp(name, #isa) == 0) return ap_cpu_has_##isa() ? &ap_kernels_##isa : NULL;)
+    AP_ISAS(AP_LOOKUP)
+#undef AP_LOOKUP
     return NULL;
 }
 
-/* The best table this CPU supports. */
+/* The best table this CPU supports: the last of the list (isa.h) it runs. */
 static const ap_kernel_table *ap_best_table(void) {
-    static const char *const order[] = {"avx512", "avx2", "neon", "scalar"};
-    for (size_t i = 0; i < sizeof order / sizeof order[0]; ++i) {
-        const ap_kernel_table *t = ap_table_for(order[i]);
-        if (t) return t;
-    }
-    return &ap_kernels_scalar;
+    const ap_kernel_table *best = &ap_kernels_scalar;
+#define AP_BETTER(isa) AP_ISA_BUILT_##isa(if (ap_cpu_has_##isa()) best = &ap_kernels_##isa;)
+    AP_ISAS(AP_BETTER)
+#undef AP_BETTER
+    return best;
 }
 
 ap_status ap_set_isa(const char *name) {
@@ -78,144 +76,15 @@ static void ap_select_table(void) {
     if (ap_set_isa(getenv("AVGPOOL_ISA")) != AP_OK) ap_table_status = AP_ERR_ISA;
 }
 
-static const ap_kernel_table *ap_kernels(void) {
+const ap_kernel_table *ap_kernels(ap_status *status) {
     /* Racing first calls compute the same answer; the pointer store is the
      * only shared write. */
     if (!ap_table && ap_table_status == AP_OK) ap_select_table();
+    if (!ap_table && status) *status = ap_table_status;
     return ap_table;
 }
 
-static ap_status ap_run(ap_plan *plan, const void *x, void *y) {
-    const ap_kernel_table *table = ap_kernels();
-    if (!table) {
-        ap_plan_free(plan);
-        return ap_table_status;
-    }
-    const int64_t n_in = plan->batch * plan->channels * plan->in_plane;
-    const int64_t n_out = plan->batch * plan->channels * plan->out_plane;
-    if ((n_in > 0 && !x) || (n_out > 0 && !y)) {
-        ap_plan_free(plan);
-        return AP_ERR_NULL_POINTER;
-    }
-    ap_status s = n_out > 0 ? table->pool[plan->layout][plan->dtype](plan, x, y) : AP_OK;
-    ap_plan_free(plan);
-    return s;
-}
-
-ap_status ap_avgpool(const ap_pool_desc *desc, const ap_tensor_desc *input, ap_dtype dtype,
-                     const void *x, void *y, int num_threads) {
-    if (!desc || !input) return AP_ERR_NULL_POINTER;
-    ap_plan plan;
-    ap_status s = ap_plan_pool(&plan, desc, input, dtype, num_threads);
-    if (s != AP_OK) {
-        ap_plan_free(&plan);
-        return s;
-    }
-    return ap_run(&plan, x, y);
-}
-
-ap_status ap_adaptive_avgpool(const ap_adaptive_desc *desc, const ap_tensor_desc *input,
-                              ap_dtype dtype, const void *x, void *y, int num_threads) {
-    if (!desc || !input) return AP_ERR_NULL_POINTER;
-    ap_plan plan;
-    ap_status s = ap_plan_adaptive(&plan, desc, input, dtype, num_threads);
-    if (s != AP_OK) {
-        ap_plan_free(&plan);
-        return s;
-    }
-    return ap_run(&plan, x, y);
-}
-
-#define AP_TYPED(name, T, dtype)                                                           \
-    ap_status ap_avgpool_##name(const ap_pool_desc *desc, const ap_tensor_desc *input,     \
-                                const T *x, T *y, int num_threads) {                       \
-        return ap_avgpool(desc, input, dtype, x, y, num_threads);                          \
-    }                                                                                      \
-    ap_status ap_adaptive_avgpool_##name(const ap_adaptive_desc *desc,                     \
-                                         const ap_tensor_desc *input, const T *x, T *y,    \
-                                         int num_threads) {                                \
-        return ap_adaptive_avgpool(desc, input, dtype, x, y, num_threads);                 \
-    }
-AP_TYPED(f32, float, AP_DTYPE_F32)
-AP_TYPED(f64, double, AP_DTYPE_F64)
-AP_TYPED(f16, uint16_t, AP_DTYPE_F16)
-AP_TYPED(bf16, uint16_t, AP_DTYPE_BF16)
-#undef AP_TYPED
-
-const char *ap_status_string(ap_status status) {
-    switch (status) {
-    case AP_OK: return "success";
-    case AP_ERR_NULL_POINTER: return "a required pointer is NULL";
-    case AP_ERR_RANK: return "spatial rank must be 1, 2 or 3 and match the descriptor";
-    case AP_ERR_LAYOUT: return "unknown layout";
-    case AP_ERR_DTYPE: return "unknown dtype";
-    case AP_ERR_TENSOR_SIZE: return "batch and channels must be >= 0 and spatial sizes >= 1";
-    case AP_ERR_WINDOW: return "window sizes must be >= 1";
-    case AP_ERR_STRIDE: return "strides must be >= 1";
-    case AP_ERR_DILATION: return "dilations must be >= 1";
-    case AP_ERR_PADDING: return "paddings must be >= 0";
-    case AP_ERR_WINDOW_TOO_LARGE:
-        return "the effective window (k - 1) * d + 1 exceeds the padded input";
-    case AP_ERR_OUTPUT_SIZE:
-        return "output sizes must be >= 1 and every window must start before the padded end";
-    case AP_ERR_OVERFLOW: return "a size or size product overflows int64";
-    case AP_ERR_OUT_OF_MEMORY: return "out of memory";
-    case AP_ERR_ISA:
-        return "the instruction set requested (AVGPOOL_ISA or ap_set_isa) is unknown or not "
-               "supported by this CPU and build";
-    }
-    return "unknown status";
-}
-
-const char *ap_version(void) {
-    return AP_STR(AP_VERSION_MAJOR) "." AP_STR(AP_VERSION_MINOR) "." AP_STR(AP_VERSION_PATCH);
-}
-
-/* Set by CMakeLists.txt; other builds (the fuzz harness) say "unknown". */
-#ifndef AP_BUILD_COMPILER
-#define AP_BUILD_COMPILER "unknown"
-#endif
-#ifndef AP_BUILD_TYPE
-#define AP_BUILD_TYPE "unknown"
-#endif
-#ifndef AP_BUILD_FLAGS
-#define AP_BUILD_FLAGS "unknown"
-#endif
-#if defined(AP_HAVE_X86_KERNELS)
-#define AP_BUILD_KERNELS "scalar avx2 avx512"
-#elif defined(AP_HAVE_NEON_KERNELS)
-#define AP_BUILD_KERNELS "scalar neon"
-#else
-#define AP_BUILD_KERNELS "scalar"
-#endif
-#ifdef _OPENMP
-#define AP_BUILD_OPENMP AP_STR(_OPENMP)
-#else
-#define AP_BUILD_OPENMP "off"
-#endif
-
-const char *ap_build_info(void) {
-    return "compiler: " AP_BUILD_COMPILER "; build type: " AP_BUILD_TYPE "; flags: " AP_BUILD_FLAGS
-           "; kernels: " AP_BUILD_KERNELS "; openmp: " AP_BUILD_OPENMP;
-}
-
 const char *ap_isa(void) {
-    const ap_kernel_table *t = ap_kernels();
+    const ap_kernel_table *t = ap_kernels(NULL);
     return t ? t->isa : "unavailable";
-}
-
-int ap_openmp_enabled(void) {
-#ifdef _OPENMP
-    return 1;
-#else
-    return 0;
-#endif
-}
-
-int ap_max_threads(void) {
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
 }

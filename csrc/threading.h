@@ -1,6 +1,7 @@
 /* threading.h - OpenMP over independent work items, with a minimum grain so
  * small tensors stay on one thread (a parallel region costs microseconds).
- * Builds without OpenMP run the same loops serially. */
+ * Builds without OpenMP run the same loops serially. The public thread
+ * queries (ap_openmp_enabled, ap_max_threads) are in threading.c. */
 #ifndef AP_THREADING_H
 #define AP_THREADING_H
 

@@ -66,6 +66,7 @@ cdef extern from "avgpool.h" nogil:
                                   ap_dtype dtype, const void *x, void *y, int num_threads)
     const char *ap_version()
     const char *ap_build_info()
+    const char *ap_compiled_isas()
     const char *ap_isa()
     ap_status ap_set_isa(const char *name)
     int ap_openmp_enabled()

@@ -151,6 +151,11 @@ def build_info():
     return ap_build_info().decode()
 
 
+def compiled_isas():
+    """The instruction sets compiled in, scalar first (this CPU may lack some)."""
+    return tuple(ap_compiled_isas().decode().split())
+
+
 def isa():
     return ap_isa().decode()
 

@@ -38,7 +38,7 @@ def available_isas():
     """The kernel paths this build and CPU can run, the scalar oracle first."""
     names = []
     prev = _core.isa()
-    for name in ("scalar", "avx2", "avx512", "neon"):
+    for name in _core.compiled_isas():
         try:
             _core.set_isa(name)
         except ValueError:

@@ -243,6 +243,11 @@ AP_API const char *ap_version(void);
  * openmp: 201511": the kernels compiled in, not the ones this CPU can run
  * (ap_isa says which one is used). */
 AP_API const char *ap_build_info(void);
+/* The instruction sets whose kernels this build holds (static string),
+ * separated by spaces, from the scalar oracle to the widest: e.g. "scalar
+ * avx2 avx512" on x86-64, "scalar neon" on aarch64. This CPU may lack some
+ * (ap_set_isa says which it runs). */
+AP_API const char *ap_compiled_isas(void);
 /* Instruction set the kernels use ("scalar", "avx2", "avx512", "neon"), or
  * "unavailable" when AVGPOOL_ISA names one this CPU or build lacks (static
  * string). Chosen at the first call of ap_isa or of a pooling function:

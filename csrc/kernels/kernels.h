@@ -7,6 +7,7 @@
 #ifndef AP_KERNELS_H
 #define AP_KERNELS_H
 
+#include "../isa.h"
 #include "../plan.h"
 
 typedef ap_status (*ap_kernel_fn)(const ap_plan *plan, const void *x, void *y);
@@ -26,13 +27,14 @@ ap_status ap_avgpool_nhwc_f64_scalar(const ap_plan *plan, const void *x, void *y
 ap_status ap_avgpool_nhwc_f16_scalar(const ap_plan *plan, const void *x, void *y);
 ap_status ap_avgpool_nhwc_bf16_scalar(const ap_plan *plan, const void *x, void *y);
 
-extern const ap_kernel_table ap_kernels_scalar;
-#if defined(AP_HAVE_X86_KERNELS)
-extern const ap_kernel_table ap_kernels_avx2;
-extern const ap_kernel_table ap_kernels_avx512;
-#endif
-#if defined(AP_HAVE_NEON_KERNELS)
-extern const ap_kernel_table ap_kernels_neon;
-#endif
+/* The kernel table in use (dispatch.c): chosen at the first call from
+ * AVGPOOL_ISA or the CPU, or by ap_set_isa. NULL when AVGPOOL_ISA names an
+ * unavailable instruction set; *status (if not NULL) then says AP_ERR_ISA. */
+const ap_kernel_table *ap_kernels(ap_status *status);
+
+/* ap_kernels_<isa> for every instruction set compiled in (isa.h). */
+#define AP_DECLARE_TABLE(isa) AP_ISA_BUILT_##isa(extern const ap_kernel_table ap_kernels_##isa;)
+AP_ISAS(AP_DECLARE_TABLE)
+#undef AP_DECLARE_TABLE
 
 #endif /* AP_KERNELS_H */

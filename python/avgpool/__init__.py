@@ -23,7 +23,7 @@ if _core.isa() == "unavailable":
             return False
         return True
 
-    _here = [name for name in ("scalar", "avx2", "avx512", "neon") if _runnable(name)]
+    _here = [name for name in _core.compiled_isas() if _runnable(name)]
     raise ImportError(
         f"AVGPOOL_ISA={_os.environ.get('AVGPOOL_ISA')!r} names an instruction set that is unknown or "
         f"not supported by this CPU and build; this CPU can run: {', '.join(_here)} (or auto, the "

@@ -667,6 +667,19 @@ static void test_build_info(void) {
     CHECK(strstr(build, "kernels: ") && strstr(build, isa), "ap_build_info() = %s", build);
     CHECK((strstr(build, "openmp: off") == NULL) == (ap_openmp_enabled() == 1),
           "ap_build_info() = %s, ap_openmp_enabled() = %d", build, ap_openmp_enabled());
+    /* ap_compiled_isas: names from the one list, scalar first, the one in use
+     * among them, and every one ap_set_isa accepts among them */
+    const char *compiled = ap_compiled_isas();
+    CHECK(strncmp(compiled, "scalar", 6) == 0 && strstr(compiled, isa) && strstr(build, compiled),
+          "ap_compiled_isas() = %s (isa %s, build %s)", compiled, isa, build);
+    for (int i = 0; i < TU_N_ISAS; ++i) {
+        const char *p = strstr(compiled, tu_isas[i]);
+        const size_t n = strlen(tu_isas[i]);
+        const int listed = p && (p[n] == ' ' || p[n] == 0);
+        CHECK(listed || ap_set_isa(tu_isas[i]) == AP_ERR_ISA, "%s not in ap_compiled_isas() = %s",
+              tu_isas[i], compiled);
+    }
+    ap_set_isa("auto");
     printf("version %s, isa %s, openmp %d, max threads %d\nbuild %s\n", ap_version(), isa,
            ap_openmp_enabled(), ap_max_threads(), build);
 }

@@ -7,7 +7,8 @@
 #include <string.h>
 
 long tu_checks = 0, tu_failures = 0;
-const char *const tu_isas[TU_N_ISAS] = {"scalar", "avx2", "avx512", "neon"};
+#define TU_ISA_NAME(isa) #isa,
+const char *const tu_isas[TU_N_ISAS] = {AP_ISAS(TU_ISA_NAME)};
 
 void tu_fail(const char *file, int line, const char *fmt, ...) {
     ++tu_failures;

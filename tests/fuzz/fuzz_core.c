@@ -18,6 +18,7 @@
 
 #include "avgpool.h"
 #include "../../csrc/convert.h"
+#include "../../csrc/isa.h"
 
 typedef struct {
     const uint8_t *p;
@@ -162,7 +163,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             ((uint16_t *)x)[i] = h;
         }
     }
-    const char *isas[] = {"scalar", "avx2", "avx512", "neon"};
+#define AP_ISA_NAME(isa) #isa,
+    static const char *const isas[] = {AP_ISAS(AP_ISA_NAME)}; /* scalar first */
     int ran = 0;
     for (size_t k = 0; k < sizeof isas / sizeof isas[0]; ++k) {
         if (ap_set_isa(isas[k]) != AP_OK) continue;

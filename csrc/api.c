@@ -1,0 +1,124 @@
+/* api.c - the public entry points: validate and plan (plan.c), take the
+ * kernel table dispatch.c chose, run the kernel; status strings, version and
+ * build information. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "plan.h"
+
+#define AP_STR_(x) #x
+#define AP_STR(x) AP_STR_(x)
+
+static ap_status ap_run(ap_plan *plan, const void *x, void *y) {
+    ap_status isa_status = AP_OK;
+    const ap_kernel_table *table = ap_kernels(&isa_status);
+    if (!table) {
+        ap_plan_free(plan);
+        return isa_status;
+    }
+    const int64_t n_in = plan->batch * plan->channels * plan->in_plane;
+    const int64_t n_out = plan->batch * plan->channels * plan->out_plane;
+    if ((n_in > 0 && !x) || (n_out > 0 && !y)) {
+        ap_plan_free(plan);
+        return AP_ERR_NULL_POINTER;
+    }
+    ap_status s = n_out > 0 ? table->pool[plan->layout][plan->dtype](plan, x, y) : AP_OK;
+    ap_plan_free(plan);
+    return s;
+}
+
+ap_status ap_avgpool(const ap_pool_desc *desc, const ap_tensor_desc *input, ap_dtype dtype,
+                     const void *x, void *y, int num_threads) {
+    if (!desc || !input) return AP_ERR_NULL_POINTER;
+    ap_plan plan;
+    ap_status s = ap_plan_pool(&plan, desc, input, dtype, num_threads);
+    if (s != AP_OK) {
+        ap_plan_free(&plan);
+        return s;
+    }
+    return ap_run(&plan, x, y);
+}
+
+ap_status ap_adaptive_avgpool(const ap_adaptive_desc *desc, const ap_tensor_desc *input,
+                              ap_dtype dtype, const void *x, void *y, int num_threads) {
+    if (!desc || !input) return AP_ERR_NULL_POINTER;
+    ap_plan plan;
+    ap_status s = ap_plan_adaptive(&plan, desc, input, dtype, num_threads);
+    if (s != AP_OK) {
+        ap_plan_free(&plan);
+        return s;
+    }
+    return ap_run(&plan, x, y);
+}
+
+#define AP_TYPED(name, T, dtype)                                                           \
+    ap_status ap_avgpool_##name(const ap_pool_desc *desc, const ap_tensor_desc *input,     \
+                                const T *x, T *y, int num_threads) {                       \
+        return ap_avgpool(desc, input, dtype, x, y, num_threads);                          \
+    }                                                                                      \
+    ap_status ap_adaptive_avgpool_##name(const ap_adaptive_desc *desc,                     \
+                                         const ap_tensor_desc *input, const T *x, T *y,    \
+                                         int num_threads) {                                \
+        return ap_adaptive_avgpool(desc, input, dtype, x, y, num_threads);                 \
+    }
+AP_TYPED(f32, float, AP_DTYPE_F32)
+AP_TYPED(f64, double, AP_DTYPE_F64)
+AP_TYPED(f16, uint16_t, AP_DTYPE_F16)
+AP_TYPED(bf16, uint16_t, AP_DTYPE_BF16)
+#undef AP_TYPED
+
+const char *ap_status_string(ap_status status) {
+    switch (status) {
+    case AP_OK: return "success";
+    case AP_ERR_NULL_POINTER: return "a required pointer is NULL";
+    case AP_ERR_RANK: return "spatial rank must be 1, 2 or 3 and match the descriptor";
+    case AP_ERR_LAYOUT: return "unknown layout";
+    case AP_ERR_DTYPE: return "unknown dtype";
+    case AP_ERR_TENSOR_SIZE: return "batch and channels must be >= 0 and spatial sizes >= 1";
+    case AP_ERR_WINDOW: return "window sizes must be >= 1";
+    case AP_ERR_STRIDE: return "strides must be >= 1";
+    case AP_ERR_DILATION: return "dilations must be >= 1";
+    case AP_ERR_PADDING: return "paddings must be >= 0";
+    case AP_ERR_WINDOW_TOO_LARGE:
+        return "the effective window (k - 1) * d + 1 exceeds the padded input";
+    case AP_ERR_OUTPUT_SIZE:
+        return "output sizes must be >= 1 and every window must start before the padded end";
+    case AP_ERR_OVERFLOW: return "a size or size product overflows int64";
+    case AP_ERR_OUT_OF_MEMORY: return "out of memory";
+    case AP_ERR_ISA:
+        return "the instruction set requested (AVGPOOL_ISA or ap_set_isa) is unknown or not "
+               "supported by this CPU and build";
+    }
+    return "unknown status";
+}
+
+const char *ap_version(void) {
+    return AP_STR(AP_VERSION_MAJOR) "." AP_STR(AP_VERSION_MINOR) "." AP_STR(AP_VERSION_PATCH);
+}
+
+/* Set by CMakeLists.txt; other builds (the fuzz harness) say "unknown". */
+#ifndef AP_BUILD_COMPILER
+#define AP_BUILD_COMPILER "unknown"
+#endif
+#ifndef AP_BUILD_TYPE
+#define AP_BUILD_TYPE "unknown"
+#endif
+#ifndef AP_BUILD_FLAGS
+#define AP_BUILD_FLAGS "unknown"
+#endif
+/* " scalar avx2 avx512": the instruction sets compiled in, from isa.h. */
+#define AP_BUILT_NAME(isa) AP_ISA_BUILT_##isa(" " #isa)
+#define AP_BUILD_KERNELS "" AP_ISAS(AP_BUILT_NAME)
+#ifdef _OPENMP
+#define AP_BUILD_OPENMP AP_STR(_OPENMP)
+#else
+#define AP_BUILD_OPENMP "off"
+#endif
+
+const char *ap_build_info(void) {
+    return "compiler: " AP_BUILD_COMPILER "; build type: " AP_BUILD_TYPE "; flags: " AP_BUILD_FLAGS
+           "; kernels:" AP_BUILD_KERNELS "; openmp: " AP_BUILD_OPENMP;
+}
+
+const char *ap_compiled_isas(void) { return AP_BUILD_KERNELS + 1; }
