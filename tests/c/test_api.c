@@ -366,6 +366,8 @@ static void check_values(const char *what, ap_dtype dt, const double *got, const
             ok = isnan(got[i]);
         else if (isinf(want[i]))
             ok = got[i] == want[i];
+        else if (want[i] == 0) /* the sign of a zero too (-0 is OpenVINO's, ruling R8) */
+            ok = got[i] == 0 && signbit(got[i]) == signbit(want[i]);
         else
             ok = fabs(got[i] - want[i]) <= rel_tol(dt) * fabs(want[i]) + 1e-300;
         CHECK(ok, "[%s] %s %s: y[%lld] = %.9g, expected %.9g", cur_isa, what, tu_dtype_name(dt),
@@ -495,7 +497,8 @@ static void test_count_overhang(void) {
     d.count_overhang = 1; /* OpenVINO: the whole kernel counts */
     const double over[3] = {1.5, 3.5, 2.5};
     expect_all("k2 s2 ceil include count_overhang", &d, NULL, &t, x, over, 3);
-    d.include_padding = 0; /* count_overhang only matters with include_padding */
+    d.include_padding = 0; /* without include_padding, count_overhang changes only windows
+                            * starting at or past the input's end (below) */
     expect_all("k2 s2 ceil exclude count_overhang", &d, NULL, &t, x, excl, 3);
 
     /* k3 s2 pe1, out 3: the last window {4, 5, 6} has 1 valid position,
@@ -512,16 +515,24 @@ static void test_count_overhang(void) {
     expect_all("k3 s2 pe1 include count_overhang", &d, NULL, &t, x, w3o, 3);
 
     /* A window starting at or past the padded end exists only with
-     * count_overhang: its sum is 0, divided by k (include) or by 0 (NaN). */
+     * count_overhang: its sum is 0, divided by k (include) or, without
+     * include_padding, by OpenVINO's in - start (ruling R8): negative past the
+     * input's end (-0), 0 exactly at the end (NaN). */
     const ap_tensor_desc t4 = tensor(1, 1, 1, 4, 0, 0, AP_LAYOUT_NCHW);
     d = pool(1, 1, 5, 0, 0);
     d.output_sizes[0] = 2;
     EXPECT(ap_pool_output_sizes(&d, &t4, out), AP_ERR_OUTPUT_SIZE);
     d.count_overhang = 1;
-    const double past_excl[2] = {1, NAN}, past_incl[2] = {1, 0};
+    const double past_excl[2] = {1, -0.0}, past_incl[2] = {1, 0};
     expect_all("window past the end, exclude", &d, NULL, &t4, x, past_excl, 2);
     d.include_padding = 1;
     expect_all("window past the end, include", &d, NULL, &t4, x, past_incl, 2);
+    const ap_tensor_desc t5 = tensor(1, 1, 1, 5, 0, 0, AP_LAYOUT_NCHW);
+    d = pool(1, 1, 5, 0, 0);
+    d.output_sizes[0] = 2;
+    d.count_overhang = 1;
+    const double at_end[2] = {1, NAN};
+    expect_all("window starting at the end, exclude", &d, NULL, &t5, x, at_end, 2);
 }
 
 static void test_empty_windows(void) {
