@@ -23,6 +23,7 @@ static ap_status ap_run(ap_plan *plan, const void *x, void *y) {
         ap_plan_free(plan);
         return AP_ERR_NULL_POINTER;
     }
+    ap_choose_path(plan, table->lanes[plan->dtype], NULL, 0);
     ap_status s = n_out > 0 ? table->pool[plan->layout][plan->dtype](plan, x, y) : AP_OK;
     ap_plan_free(plan);
     return s;
