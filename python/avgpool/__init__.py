@@ -8,6 +8,7 @@ mapped onto :class:`AveragePoolingDesc` / :class:`AdaptiveAveragePoolingDesc`.
 from . import _core
 from ._api import adaptive_average_pool, average_pool
 from ._desc import AdaptiveAveragePoolingDesc, AveragePoolingDesc
+from ._explain import explain
 
 __version__ = _core.version()
 
@@ -23,6 +24,7 @@ __all__ = [
     "AdaptiveAveragePoolingDesc",
     "average_pool",
     "adaptive_average_pool",
+    "explain",
     "info",
     "get_include",
     "get_library_dir",
