@@ -1,6 +1,7 @@
 /* api.c - the public entry points: validate and plan (plan.c), take the
  * kernel table dispatch.c chose, run the kernel; status strings, version and
  * build information. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +24,7 @@ static ap_status ap_run(ap_plan *plan, const void *x, void *y) {
         ap_plan_free(plan);
         return AP_ERR_NULL_POINTER;
     }
+    ap_choose_path(plan, table->lanes[plan->dtype], NULL, 0);
     ap_status s = n_out > 0 ? table->pool[plan->layout][plan->dtype](plan, x, y) : AP_OK;
     ap_plan_free(plan);
     return s;
@@ -50,6 +52,48 @@ ap_status ap_adaptive_avgpool(const ap_adaptive_desc *desc, const ap_tensor_desc
         return s;
     }
     return ap_run(&plan, x, y);
+}
+
+/* Plan the call, choose its path for the table in use, and describe both. */
+static ap_status ap_explain(ap_plan *plan, ap_status planned, ap_dtype dtype, char *buf,
+                            size_t len) {
+    if (planned != AP_OK) {
+        ap_plan_free(plan);
+        return planned;
+    }
+    ap_status isa_status = AP_OK;
+    const ap_kernel_table *table = ap_kernels(&isa_status);
+    if (!table) {
+        ap_plan_free(plan);
+        return isa_status;
+    }
+    static const char *const dtypes[4] = {"f32", "f64", "f16", "bf16"};
+#define AP_PATH_NAME_(suffix, name, when) name,
+    static const char *const names[AP_PATH_COUNT] = {AP_PATHS(AP_PATH_NAME_)};
+#undef AP_PATH_NAME_
+    char why[320];
+    const ap_path path = ap_choose_path(plan, table->lanes[dtype], why, sizeof why);
+    if (len > 0)
+        snprintf(buf, len, "isa %s, layout %s, %s: %s (%s)", table->isa,
+                 plan->layout == AP_LAYOUT_NHWC ? "NHWC" : "NCHW", dtypes[dtype], names[path], why);
+    ap_plan_free(plan);
+    return AP_OK;
+}
+
+ap_status ap_explain_pool(const ap_pool_desc *desc, const ap_tensor_desc *input, ap_dtype dtype,
+                          char *buf, size_t len) {
+    if (!desc || !input || (!buf && len > 0)) return AP_ERR_NULL_POINTER;
+    ap_plan plan;
+    const ap_status s = ap_plan_pool(&plan, desc, input, dtype, 1);
+    return ap_explain(&plan, s, dtype, buf, len);
+}
+
+ap_status ap_explain_adaptive(const ap_adaptive_desc *desc, const ap_tensor_desc *input,
+                              ap_dtype dtype, char *buf, size_t len) {
+    if (!desc || !input || (!buf && len > 0)) return AP_ERR_NULL_POINTER;
+    ap_plan plan;
+    const ap_status s = ap_plan_adaptive(&plan, desc, input, dtype, 1);
+    return ap_explain(&plan, s, dtype, buf, len);
 }
 
 #define AP_TYPED(name, T, dtype)                                                           \

@@ -8,9 +8,11 @@
 #ifndef AP_PLAN_H
 #define AP_PLAN_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "avgpool.h"
+#include "paths.h"
 
 typedef struct ap_axis_plan {
     int64_t in;          /* input size                                      */
@@ -35,6 +37,22 @@ typedef struct ap_plan {
     int num_threads;            /* > 0                                      */
     int64_t in_plane, out_plane; /* elements of one spatial volume         */
     int64_t *storage;           /* owns every per-axis table                */
+    /* The kernel path, set by ap_choose_path (paths.c) for the kernel
+     * table in use; the kernels read these and decide nothing else. */
+    ap_path path;
+    const char *reason;         /* why, in a few words (static string)      */
+    int vertical_running;       /* rows paths: vertical sums carried from
+                                   row to row (tall windows), else direct
+                                   sums in groups of rows                   */
+    int horizontal_running;     /* nhwc-separable: sliding sums along W     */
+    int64_t row_off;            /* rows paths and nhwc-separable: input
+                                   position q at row buffer position
+                                   row_off + q (uniform windows read their
+                                   padded taps as zeros)                    */
+    int64_t row_len;            /* positions a row buffer needs: the input
+                                   row and the last window's extent         */
+    int64_t row_buflen;         /* rows paths: floats per row buffer (with
+                                   vector slack and the row sums), < 2^31   */
 } ap_plan;
 
 ap_status ap_plan_pool(ap_plan *plan, const ap_pool_desc *desc, const ap_tensor_desc *input,
@@ -42,6 +60,12 @@ ap_status ap_plan_pool(ap_plan *plan, const ap_pool_desc *desc, const ap_tensor_
 ap_status ap_plan_adaptive(ap_plan *plan, const ap_adaptive_desc *desc,
                            const ap_tensor_desc *input, ap_dtype dtype, int num_threads);
 void ap_plan_free(ap_plan *plan);
+
+/* Choose the kernel path of a validated plan for a kernel of `lanes` float
+ * lanes (0: the scalar kernel) and store it, with the fields above. When
+ * `why` is not NULL, also write a sentence with the numbers that decided
+ * it (ap_explain_*); kernels pass NULL. Returns plan->path. */
+ap_path ap_choose_path(ap_plan *plan, int lanes, char *why, size_t why_len);
 
 /* Overflow-checked int64 arithmetic: return 0 and store the result, or
  * return 1 on overflow. */

@@ -64,6 +64,10 @@ cdef extern from "avgpool.h" nogil:
                          ap_dtype dtype, const void *x, void *y, int num_threads)
     ap_status ap_adaptive_avgpool(const ap_adaptive_desc *desc, const ap_tensor_desc *input,
                                   ap_dtype dtype, const void *x, void *y, int num_threads)
+    ap_status ap_explain_pool(const ap_pool_desc *desc, const ap_tensor_desc *input,
+                              ap_dtype dtype, char *buf, size_t len)
+    ap_status ap_explain_adaptive(const ap_adaptive_desc *desc, const ap_tensor_desc *input,
+                                  ap_dtype dtype, char *buf, size_t len)
     const char *ap_version()
     const char *ap_build_info()
     const char *ap_compiled_isas()

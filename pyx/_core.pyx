@@ -143,6 +143,21 @@ cdef dict _STATUS_ARGUMENT = {
 }
 
 
+cdef int _dtype_code_of(dtype) except -1:
+    """The core's dtype of a numpy dtype (for explain, which has no array)."""
+    cdef int num = np.dtype(dtype).num
+    if num == cnp.NPY_FLOAT32:
+        return AP_DTYPE_F32
+    if num == cnp.NPY_FLOAT64:
+        return AP_DTYPE_F64
+    if num == cnp.NPY_FLOAT16:
+        return AP_DTYPE_F16
+    if num == _bf16_type:
+        return AP_DTYPE_BF16
+    raise TypeError(
+        f"dtype {np.dtype(dtype)} is not supported; use float32, float64, float16 or bfloat16")
+
+
 def version():
     return ap_version().decode()
 
@@ -283,6 +298,17 @@ cdef class PoolDesc:
             self._fail(s, &t)
         return _shape(&t, out)
 
+    def explain(self, tuple shape, layout, dtype):
+        """The kernel path a call on an input of this shape, layout and dtype takes, and why."""
+        cdef ap_tensor_desc t
+        cdef char buf[512]
+        cdef ap_dtype code = <ap_dtype>_dtype_code_of(dtype)
+        _tensor(&t, shape, self.c.rank, _layout(layout))
+        cdef ap_status s = ap_explain_pool(&self.c, &t, code, buf, sizeof(buf))
+        if s != AP_OK:
+            self._fail(s, &t)
+        return buf.decode()
+
     def run(self, x, layout, out, num_threads):
         """Pool the ndarray x into out (or a new array); validates everything but the desc."""
         cdef cnp.ndarray a = _prepare(x)
@@ -320,6 +346,17 @@ cdef class AdaptiveDesc:
         if s != AP_OK:
             self._fail(s, &t)
         return _shape(&t, out)
+
+    def explain(self, tuple shape, layout, dtype):
+        """The kernel path a call on an input of this shape, layout and dtype takes, and why."""
+        cdef ap_tensor_desc t
+        cdef char buf[512]
+        cdef ap_dtype code = <ap_dtype>_dtype_code_of(dtype)
+        _tensor(&t, shape, self.c.rank, _layout(layout))
+        cdef ap_status s = ap_explain_adaptive(&self.c, &t, code, buf, sizeof(buf))
+        if s != AP_OK:
+            self._fail(s, &t)
+        return buf.decode()
 
     cdef int _fail(self, ap_status status, const ap_tensor_desc *t) except -1:
         """Raise for status; an overflow is the input's own or that of output_sizes."""

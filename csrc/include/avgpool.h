@@ -51,6 +51,7 @@
 #ifndef AVGPOOL_H
 #define AVGPOOL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -211,6 +212,28 @@ AP_API ap_status ap_avgpool(const ap_pool_desc *desc, const ap_tensor_desc *inpu
  * those of ap_adaptive_output_sizes. */
 AP_API ap_status ap_adaptive_avgpool(const ap_adaptive_desc *desc, const ap_tensor_desc *input,
                                      ap_dtype dtype, const void *x, void *y, int num_threads);
+
+/* Which kernel path ap_avgpool(desc, input, dtype, ...) would take with the
+ * instruction set in use (ap_isa), and why, as one line written to
+ * buf[0 .. len-1] (NUL-terminated, truncated to fit; nothing written when
+ * len is 0), e.g.
+ *   "isa avx2, layout NCHW, f32: rows-s2 (stride 2 along W, window width 3,
+ *    dilation 1 (taps unrolled); vertical: direct sums, window height 3 < 8)"
+ * The path name follows the first ": " and ends before the next " (". The
+ * paths (and the names this line uses for them) are an implementation
+ * detail that may change between versions: "none", "scalar",
+ * "scalar-fallback", "global", "same-flat", "rows-s1", "rows-s2",
+ * "rows-s4k4", "rows-running", "rows-gather", "nhwc-direct",
+ * "nhwc-separable". Nothing is pooled.
+ * Errors: those of ap_pool_output_sizes, AP_ERR_DTYPE, AP_ERR_NULL_POINTER
+ * (desc, input, or buf with len > 0), AP_ERR_OUT_OF_MEMORY (the per-axis
+ * tables), AP_ERR_ISA (AVGPOOL_ISA named an unavailable instruction set). */
+AP_API ap_status ap_explain_pool(const ap_pool_desc *desc, const ap_tensor_desc *input,
+                                 ap_dtype dtype, char *buf, size_t len);
+/* The same for ap_adaptive_avgpool; errors as for ap_explain_pool, with
+ * those of ap_adaptive_output_sizes. */
+AP_API ap_status ap_explain_adaptive(const ap_adaptive_desc *desc, const ap_tensor_desc *input,
+                                     ap_dtype dtype, char *buf, size_t len);
 
 /* Typed conveniences: ap_avgpool / ap_adaptive_avgpool with the dtype of
  * the name (f16 and bf16 take uint16_t bit patterns). */

@@ -12,10 +12,12 @@
 
 typedef ap_status (*ap_kernel_fn)(const ap_plan *plan, const void *x, void *y);
 
-/* Indexed [layout][dtype]. */
+/* Indexed [layout][dtype]; lanes[dtype] is the float lanes of that dtype's
+ * kernels, 0 where they are the scalar ones (ap_choose_path needs it). */
 typedef struct ap_kernel_table {
     const char *isa;
     ap_kernel_fn pool[2][4];
+    int lanes[4];
 } ap_kernel_table;
 
 ap_status ap_avgpool_nchw_f32_scalar(const ap_plan *plan, const void *x, void *y);

@@ -63,4 +63,5 @@ const ap_kernel_table ap_kernels_scalar = {
       ap_avgpool_nchw_bf16_scalar},
      {ap_avgpool_nhwc_f32_scalar, ap_avgpool_nhwc_f64_scalar, ap_avgpool_nhwc_f16_scalar,
       ap_avgpool_nhwc_bf16_scalar}},
+    {0, 0, 0, 0},
 };

@@ -10,6 +10,7 @@ from __future__ import annotations
 from . import _core
 from ._api import adaptive_average_pool, average_pool
 from ._desc import AdaptiveAveragePoolingDesc, AveragePoolingDesc
+from ._explain import explain
 
 __version__ = _core.version()
 
@@ -34,6 +35,7 @@ __all__ = [
     "AdaptiveAveragePoolingDesc",
     "average_pool",
     "adaptive_average_pool",
+    "explain",
     "info",
     "get_include",
     "get_library_dir",

@@ -15,7 +15,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m avgpool")
     parser.add_argument("--version", action="version", version=f"avgpool {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("info", help="print version, build flags, kernel instruction set and thread settings")
+    from avgpool._explain import SPEC_HELP
+
+    info = sub.add_parser("info", help="print version, build flags, kernel instruction set and thread settings",
+                          epilog=SPEC_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    info.add_argument("--explain", metavar="SPEC",
+                      help="print the kernel path a call takes and why, instead (see below)")
     bench = sub.add_parser("bench", help="time avgpool against the installed peers")
     bench.add_argument("--threads", type=int, default=None,
                        help="threads for avgpool and every peer (default: all cores)")
@@ -30,6 +35,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.command == "info":
         import avgpool
 
+        if args.explain is not None:
+            try:
+                print(avgpool._explain.explain_spec(args.explain))
+            except (ValueError, TypeError) as e:
+                print(f"error: {e}", file=sys.stderr)
+                return 2
+            return 0
         for key, value in avgpool.info().items():
             print(f"{key:20s} {value}")
         return 0

@@ -695,6 +695,45 @@ static void test_build_info(void) {
            ap_openmp_enabled(), ap_max_threads(), build);
 }
 
+/* ap_explain_*: the line's form, truncation, and the errors of the call. */
+static void test_explain(void) {
+    const ap_tensor_desc t = tensor(1, 2, 2, 17, 33, 0, AP_LAYOUT_NCHW);
+    const ap_pool_desc d = pool(2, 3, 2, 1, 1);
+    const ap_adaptive_desc a = adaptive(2, 4, 4, 0);
+    char line[256], small[12], prefix[64];
+    snprintf(prefix, sizeof prefix, "isa %s, layout NCHW, f32: ", ap_isa());
+    CHECK_STATUS(ap_explain_pool(&d, &t, AP_DTYPE_F32, line, sizeof line), AP_OK);
+    CHECK(strncmp(line, prefix, strlen(prefix)) == 0 && strstr(line, " ("), "explain: %s", line);
+    CHECK(strcmp(ap_isa(), "scalar") != 0 || strstr(line, ": scalar ("), "explain: %s", line);
+    CHECK_STATUS(ap_explain_adaptive(&a, &t, AP_DTYPE_BF16, line, sizeof line), AP_OK);
+    CHECK(strstr(line, "bf16: "), "explain adaptive: %s", line);
+    /* float64 has scalar kernels only */
+    CHECK_STATUS(ap_explain_pool(&d, &t, AP_DTYPE_F64, line, sizeof line), AP_OK);
+    CHECK(strstr(line, "f64: scalar ("), "explain f64: %s", line);
+    /* truncated to fit, NUL-terminated; len 0 writes nothing */
+    memset(small, 'x', sizeof small);
+    CHECK_STATUS(ap_explain_pool(&d, &t, AP_DTYPE_F32, small, sizeof small), AP_OK);
+    CHECK(strlen(small) == sizeof small - 1 && strncmp(small, line, sizeof small - 1) == 0,
+          "truncated explain: %s", small);
+    CHECK_STATUS(ap_explain_pool(&d, &t, AP_DTYPE_F32, NULL, 0), AP_OK);
+    CHECK_STATUS(ap_explain_pool(&d, &t, AP_DTYPE_F32, NULL, 8), AP_ERR_NULL_POINTER);
+    CHECK_STATUS(ap_explain_pool(NULL, &t, AP_DTYPE_F32, line, sizeof line), AP_ERR_NULL_POINTER);
+    CHECK_STATUS(ap_explain_adaptive(&a, NULL, AP_DTYPE_F32, line, sizeof line),
+                 AP_ERR_NULL_POINTER);
+    /* the errors of the call it explains */
+    ap_pool_desc bad = pool(2, 40, 1, 0, 0);
+    CHECK_STATUS(ap_explain_pool(&bad, &t, AP_DTYPE_F32, line, sizeof line),
+                 AP_ERR_WINDOW_TOO_LARGE);
+    CHECK_STATUS(ap_explain_pool(&d, &t, (ap_dtype)7, line, sizeof line), AP_ERR_DTYPE);
+    const ap_adaptive_desc a0 = adaptive(2, 0, 4, 0);
+    CHECK_STATUS(ap_explain_adaptive(&a0, &t, AP_DTYPE_F32, line, sizeof line),
+                 AP_ERR_OUTPUT_SIZE);
+    /* an empty batch runs no kernel */
+    const ap_tensor_desc t0 = tensor(0, 2, 2, 17, 33, 0, AP_LAYOUT_NHWC);
+    CHECK_STATUS(ap_explain_pool(&d, &t0, AP_DTYPE_F16, line, sizeof line), AP_OK);
+    CHECK(strstr(line, "layout NHWC, f16: none ("), "explain empty batch: %s", line);
+}
+
 /* AVGPOOL_ISA names no instruction set: computing calls fail until
  * ap_set_isa picks one; validation still comes first. */
 static int bad_isa_env(void) {
@@ -706,6 +745,8 @@ static int bad_isa_env(void) {
     CHECK_STATUS(ap_avgpool_f32(&d, &t, x, y, 1), AP_ERR_ISA);
     CHECK_STATUS(ap_adaptive_avgpool_f32(&a, &t, x, y, 1), AP_ERR_ISA);
     CHECK(y[0] == -1 && y[1] == -1, "output written on AP_ERR_ISA");
+    char line[128];
+    CHECK_STATUS(ap_explain_pool(&d, &t, AP_DTYPE_F32, line, sizeof line), AP_ERR_ISA);
     ap_pool_desc bad = d;
     bad.window[0] = 0;
     CHECK_STATUS(ap_avgpool_f32(&bad, &t, x, y, 1), AP_ERR_WINDOW);
@@ -846,6 +887,7 @@ int main(int argc, char **argv) {
         test_empty_windows();
         test_round_to_nearest_even();
         test_nhwc_transpose();
+        test_explain();
         printf("isa %-7s hand-computed results: %ld checks\n", cur_isa, tu_checks - c0);
     }
     ap_set_isa("auto");

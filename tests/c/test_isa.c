@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "test_util.h"
+#include "../../csrc/paths.h"
 
 static const ap_dtype DTYPES[4] = {AP_DTYPE_F32, AP_DTYPE_F64, AP_DTYPE_F16, AP_DTYPE_BF16};
 
@@ -277,6 +278,7 @@ typedef struct {
     int available;
     long cases, adaptive, explicit_out, threaded, specials, outputs;
     long by_dtype[4], by_layout[2], by_rank[4];
+    long by_path[AP_PATH_COUNT]; /* cases per kernel path (ap_explain_*) */
     double worst_isa, worst_ref; /* largest error / bound seen */
 } stats;
 
@@ -333,6 +335,206 @@ static ap_status run_case(const tcase *c, const void *x, void *y) {
                        : ap_avgpool(&c->pd, &c->t, c->dt, x, y, c->threads);
 }
 
+/* ---- kernel paths (csrc/paths.h) ------------------------------------------------------ */
+
+#define PATH_NAME_(suffix, name, when) name,
+static const char *const PATH_NAMES[AP_PATH_COUNT] = {AP_PATHS(PATH_NAME_)};
+#undef PATH_NAME_
+
+/* The path the call of case c takes on the instruction set in use, from
+ * ap_explain_*: the name between the first ": " and the next " (". */
+static int path_of(const tcase *c, char *line, size_t len) {
+    const ap_status s = c->adaptive ? ap_explain_adaptive(&c->ad, &c->t, c->dt, line, len)
+                                    : ap_explain_pool(&c->pd, &c->t, c->dt, line, len);
+    CHECK(s == AP_OK, "ap_explain_*: status %d", (int)s);
+    const char *p = strstr(line, ": ");
+    if (s != AP_OK || !p) return -1;
+    p += 2;
+    const char *e = strstr(p, " (");
+    const size_t n = e ? (size_t)(e - p) : strlen(p);
+    for (int i = 0; i < AP_PATH_COUNT; ++i)
+        if (strlen(PATH_NAMES[i]) == n && strncmp(p, PATH_NAMES[i], n) == 0) return i;
+    return -1;
+}
+
+/* Run case c (number ci) on every available instruction set: against the
+ * float64 reference, and the SIMD ones against scalar. want_path >= 0: the
+ * path every SIMD instruction set must take (f32 / f16 / bf16). */
+static void check_case(const tcase *c, long ci, stats *st, int want_path) {
+    char desc[512], line[512];
+    const size_t es = tu_elem_size(c->dt);
+    gbuf gx, gy;
+    void *x = gbuf_alloc(&gx, (size_t)c->nx * es, ci % 2 == 0);
+    double *xd = malloc(sizeof(double) * (size_t)(c->nx + 1));
+    double *ref = malloc(sizeof(double) * (size_t)(c->ny + 1));
+    double *mag = malloc(sizeof(double) * (size_t)(c->ny + 1));
+    double *ys = malloc(sizeof(double) * (size_t)(c->ny + 1));
+    if (!xd || !ref || !mag || !ys) abort();
+    const double scale = pow(10.0, (double)tu_range(-2, 2));
+    for (int64_t i = 0; i < c->nx; ++i) tu_set(c->dt, x, i, (2 * tu_uniform() - 1) * scale);
+    for (int s = 0; s < c->specials && c->nx > 0; ++s) {
+        static const double sv[3] = {INFINITY, -INFINITY, NAN};
+        tu_set(c->dt, x, tu_range(0, c->nx - 1), sv[tu_range(0, 2)]);
+    }
+    for (int64_t i = 0; i < c->nx; ++i) xd[i] = tu_get(c->dt, x, i);
+    reference(c, xd, ref, mag);
+    gbuf_readonly(&gx); /* the input is never written */
+
+    for (int ii = 0; ii < TU_N_ISAS; ++ii) {
+        if (!st[ii].available) continue;
+        if (ap_set_isa(tu_isas[ii]) != AP_OK) abort();
+        const int path = path_of(c, line, sizeof line);
+        if (path >= 0) ++st[ii].by_path[path];
+        if (want_path >= 0 && ii > 0 && c->dt != AP_DTYPE_F64)
+            CHECK(path == want_path, "[%s] case %ld takes %s, expected %s: %s", tu_isas[ii], ci,
+                  line, PATH_NAMES[want_path], describe(c, desc, sizeof desc));
+        void *y = gbuf_alloc(&gy, (size_t)c->ny * es, ci % 2 == 1);
+        const ap_status s = run_case(c, x, y);
+        CHECK(s == AP_OK, "[%s] case %ld: status %d (%s): %s", tu_isas[ii], ci, (int)s,
+              ap_status_string(s), describe(c, desc, sizeof desc));
+        stats *t = &st[ii];
+        ++t->cases;
+        t->adaptive += c->adaptive;
+        t->explicit_out += c->explicit_out;
+        t->threaded += c->threads > 1;
+        t->specials += c->specials > 0;
+        t->outputs += (long)c->ny;
+        ++t->by_dtype[dtype_index(c->dt)];
+        ++t->by_layout[c->t.layout];
+        ++t->by_rank[c->t.rank];
+        long bad = 0;
+        for (int64_t i = 0; s == AP_OK && i < c->ny; ++i) {
+            const double g = tu_get(c->dt, y, i);
+            if (ii == 0) ys[i] = g;
+            const double er = excess(g, ref[i], mag[i], tol_ref(c->dt), c->dt);
+            if (er > t->worst_ref) t->worst_ref = er;
+            double ei = 0;
+            if (ii > 0) {
+                ei = excess(g, ys[i], mag[i], tol_isa(c->dt), c->dt);
+                if (ei > t->worst_isa) t->worst_isa = ei;
+            }
+            if ((er > 1 || ei > 1) && bad++ < 3)
+                tu_fail(__FILE__, __LINE__,
+                        "[%s] case %ld y[%lld] = %.9g, scalar %.9g, reference %.9g "
+                        "(mean |x| %.3g), path %s: %s",
+                        tu_isas[ii], ci, (long long)i, g, ii ? ys[i] : g, ref[i], mag[i],
+                        path >= 0 ? PATH_NAMES[path] : "?", describe(c, desc, sizeof desc));
+        }
+        ++tu_checks;
+        gbuf_free(&gy);
+    }
+    gbuf_free(&gx);
+    free(xd);
+    free(ref);
+    free(mag);
+    free(ys);
+}
+
+/* A windowed case: rank, layout, N, C, sizes, windows, strides, paddings
+ * (both ends), dilations, all per axis of `rank` entries. */
+static tcase fixed_pool(int rank, ap_layout layout, int64_t n, int64_t ch, const int64_t *sizes,
+                        const int64_t *k, const int64_t *s, const int64_t *pb, const int64_t *pe,
+                        const int64_t *d) {
+    tcase c;
+    memset(&c, 0, sizeof c);
+    c.t.rank = c.pd.rank = rank;
+    c.t.layout = layout;
+    c.t.batch = n, c.t.channels = ch;
+    for (int a = 0; a < rank; ++a) {
+        c.t.sizes[a] = sizes[a];
+        c.pd.window[a] = k[a];
+        c.pd.strides[a] = s ? s[a] : 1;
+        c.pd.start_padding[a] = pb ? pb[a] : 0;
+        c.pd.end_padding[a] = pe ? pe[a] : 0;
+        c.pd.dilations[a] = d ? d[a] : 1;
+    }
+    c.dt = AP_DTYPE_F32;
+    c.threads = 1;
+    return c;
+}
+
+/* One case per path, with a shape only that path takes (on every SIMD
+ * instruction set: 4 to 16 lanes); run on every dtype. */
+static int path_cases(tcase *cases, int *paths) {
+    int n = 0;
+#define SZ(...) ((const int64_t[]){__VA_ARGS__})
+    /* global: one window over each 9 x 11 plane */
+    paths[n] = AP_PATH_GLOBAL;
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 2, 3, SZ(9, 11), SZ(9, 11), NULL, NULL, NULL, NULL);
+    /* same-flat: 3 x 3 'same' windows on a 10 x 12 plane */
+    paths[n] = AP_PATH_SAME_FLAT;
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 2, SZ(10, 12), SZ(3, 3), NULL, SZ(1, 1),
+                            SZ(1, 1), NULL);
+    /* rows-s1: 3 x 5 windows, stride 1, no padding (output smaller than input) */
+    paths[n] = AP_PATH_ROWS_S1;
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 2, SZ(20, 30), SZ(3, 5), NULL, NULL, NULL, NULL);
+    /* rows-s2 */
+    paths[n] = AP_PATH_ROWS_S2;
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 2, SZ(17, 33), SZ(3, 3), SZ(2, 2), SZ(1, 1),
+                            SZ(1, 1), NULL);
+    /* rows-s4k4 */
+    paths[n] = AP_PATH_ROWS_S4K4;
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 3, SZ(12, 37), SZ(4, 4), SZ(4, 4), NULL, SZ(0, 3),
+                            NULL);
+    /* rows-running: window width 40 > 2 x 16 lanes; 9 rows tall (vertical running sums) */
+    paths[n] = AP_PATH_ROWS_RUNNING;
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 2, SZ(12, 100), SZ(9, 40), NULL, SZ(2, 3),
+                            SZ(2, 3), NULL);
+    /* rows-gather: stride 3, dilation 2 along W */
+    paths[n] = AP_PATH_ROWS_GATHER;
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 2, SZ(15, 29), SZ(3, 3), SZ(3, 3), SZ(1, 1),
+                            NULL, SZ(1, 2));
+    /* scalar-fallback: effective window 2^28 + 1 (dilation 2^28), end padding
+     * 2^28: row buffers past int32 indices; each window holds one input */
+    paths[n] = AP_PATH_SCALAR_FALLBACK;
+    cases[n++] = fixed_pool(1, AP_LAYOUT_NCHW, 1, 3, SZ(5), SZ(2), NULL, NULL,
+                            SZ(INT64_C(1) << 28), SZ(INT64_C(1) << 28));
+    /* nhwc-direct: 3 x 3 windows (9 taps), 19 channels (vector tails) */
+    paths[n] = AP_PATH_NHWC_DIRECT;
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NHWC, 1, 19, SZ(9, 10), SZ(3, 3), NULL, SZ(1, 1), SZ(1, 1),
+                            NULL);
+    /* nhwc-separable: 5 x 5 windows (25 taps), stride 1 (sliding sums), 21 channels */
+    paths[n] = AP_PATH_NHWC_SEPARABLE;
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NHWC, 2, 21, SZ(12, 14), SZ(5, 5), NULL, SZ(2, 2),
+                            SZ(2, 2), NULL);
+    /* nhwc-separable, stride 2: direct horizontal sums */
+    paths[n] = AP_PATH_NHWC_SEPARABLE;
+    cases[n++] = fixed_pool(3, AP_LAYOUT_NHWC, 1, 9, SZ(4, 9, 11), SZ(2, 3, 3), SZ(1, 2, 2), NULL,
+                            NULL, NULL);
+    /* none: an empty batch */
+    paths[n] = AP_PATH_NONE;
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 0, 2, SZ(6, 6), SZ(2, 2), NULL, NULL, NULL, NULL);
+#undef SZ
+    for (int i = 0; i < n; ++i) {
+        const ap_status s = ap_pool_output_sizes(&cases[i].pd, &cases[i].t, cases[i].out);
+        if (s != AP_OK) {
+            fprintf(stderr, "path case %d (%s) is invalid: %d\n", i, PATH_NAMES[paths[i]], (int)s);
+            abort();
+        }
+        cases[i].nx = prod(&cases[i], cases[i].t.sizes);
+        cases[i].ny = prod(&cases[i], cases[i].out);
+    }
+    return n;
+}
+
+/* Every path case on every dtype (float64 takes the scalar path). */
+static void check_paths(stats *st) {
+    tcase cases[32];
+    int paths[32];
+    const int n = path_cases(cases, paths);
+    for (int i = 0; i < n; ++i)
+        for (int di = 0; di < 4; ++di) {
+            tcase c = cases[i];
+            c.dt = DTYPES[di];
+            c.threads = di % 2 ? 2 : 1;
+            tu_seed(777u + (uint64_t)(i * 4 + di));
+            check_case(&c, -1 - (i * 4 + di), st, c.dt == AP_DTYPE_F64 && paths[i] != AP_PATH_NONE
+                                                       ? AP_PATH_SCALAR : paths[i]);
+        }
+    printf("path cases: %d shapes x 4 dtypes, each path named by ap_explain_* and compared with "
+           "scalar and the float64 reference\n", n);
+}
+
 int main(int argc, char **argv) {
     const long ncases = argc > 1 ? atol(argv[1]) : 10000;
     const uint64_t seed = argc > 2 ? (uint64_t)atoll(argv[2]) : 1;
@@ -346,72 +548,16 @@ int main(int argc, char **argv) {
     for (int i = 0; i < TU_N_ISAS; ++i)
         printf("  %-7s %s\n", tu_isas[i], st[i].available ? "available" : "not available, skipped");
 
-    char desc[512];
+    if (only < 0) {
+        check_paths(st);
+        memset(st, 0, sizeof st); /* the statistics below are the random cases' */
+        for (int i = 0; i < TU_N_ISAS; ++i) st[i].available = ap_set_isa(tu_isas[i]) == AP_OK;
+    }
     for (long ci = only >= 0 ? only : 0; ci < (only >= 0 ? only + 1 : ncases); ++ci) {
         tu_seed(seed * 1000003u + (uint64_t)ci);
         tcase c;
         gen_case(&c);
-        const size_t es = tu_elem_size(c.dt);
-        gbuf gx, gy;
-        void *x = gbuf_alloc(&gx, (size_t)c.nx * es, ci % 2 == 0);
-        double *xd = malloc(sizeof(double) * (size_t)(c.nx + 1));
-        double *ref = malloc(sizeof(double) * (size_t)(c.ny + 1));
-        double *mag = malloc(sizeof(double) * (size_t)(c.ny + 1));
-        double *ys = malloc(sizeof(double) * (size_t)(c.ny + 1));
-        if (!xd || !ref || !mag || !ys) abort();
-        const double scale = pow(10.0, (double)tu_range(-2, 2));
-        for (int64_t i = 0; i < c.nx; ++i) tu_set(c.dt, x, i, (2 * tu_uniform() - 1) * scale);
-        for (int s = 0; s < c.specials && c.nx > 0; ++s) {
-            static const double sv[3] = {INFINITY, -INFINITY, NAN};
-            tu_set(c.dt, x, tu_range(0, c.nx - 1), sv[tu_range(0, 2)]);
-        }
-        for (int64_t i = 0; i < c.nx; ++i) xd[i] = tu_get(c.dt, x, i);
-        reference(&c, xd, ref, mag);
-        gbuf_readonly(&gx); /* the input is never written */
-
-        for (int ii = 0; ii < TU_N_ISAS; ++ii) {
-            if (!st[ii].available) continue;
-            if (ap_set_isa(tu_isas[ii]) != AP_OK) abort();
-            void *y = gbuf_alloc(&gy, (size_t)c.ny * es, ci % 2 == 1);
-            const ap_status s = run_case(&c, x, y);
-            CHECK(s == AP_OK, "[%s] case %ld: status %d (%s): %s", tu_isas[ii], ci, (int)s,
-                  ap_status_string(s), describe(&c, desc, sizeof desc));
-            stats *t = &st[ii];
-            ++t->cases;
-            t->adaptive += c.adaptive;
-            t->explicit_out += c.explicit_out;
-            t->threaded += c.threads > 1;
-            t->specials += c.specials > 0;
-            t->outputs += (long)c.ny;
-            ++t->by_dtype[dtype_index(c.dt)];
-            ++t->by_layout[c.t.layout];
-            ++t->by_rank[c.t.rank];
-            long bad = 0;
-            for (int64_t i = 0; s == AP_OK && i < c.ny; ++i) {
-                const double g = tu_get(c.dt, y, i);
-                if (ii == 0) ys[i] = g;
-                const double er = excess(g, ref[i], mag[i], tol_ref(c.dt), c.dt);
-                if (er > t->worst_ref) t->worst_ref = er;
-                double ei = 0;
-                if (ii > 0) {
-                    ei = excess(g, ys[i], mag[i], tol_isa(c.dt), c.dt);
-                    if (ei > t->worst_isa) t->worst_isa = ei;
-                }
-                if ((er > 1 || ei > 1) && bad++ < 3)
-                    tu_fail(__FILE__, __LINE__,
-                            "[%s] case %ld y[%lld] = %.9g, scalar %.9g, reference %.9g "
-                            "(mean |x| %.3g): %s",
-                            tu_isas[ii], ci, (long long)i, g, ii ? ys[i] : g, ref[i], mag[i],
-                            describe(&c, desc, sizeof desc));
-            }
-            ++tu_checks;
-            gbuf_free(&gy);
-        }
-        gbuf_free(&gx);
-        free(xd);
-        free(ref);
-        free(mag);
-        free(ys);
+        check_case(&c, ci, st, -1);
     }
     ap_set_isa("auto");
 
@@ -428,6 +574,9 @@ int main(int argc, char **argv) {
                t->by_layout[1], t->by_rank[1], t->by_rank[2], t->by_rank[3], t->outputs,
                t->worst_ref);
         if (i > 0) printf(", vs scalar %.3f", t->worst_isa);
+        printf("\n    paths:");
+        for (int pth = 0; pth < AP_PATH_COUNT; ++pth)
+            if (t->by_path[pth]) printf(" %s %ld", PATH_NAMES[pth], t->by_path[pth]);
         printf("\n");
     }
     printf("ISA paths compared with scalar:");

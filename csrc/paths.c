@@ -1,0 +1,175 @@
+/* paths.c - the one place where a call's kernel path is chosen.
+ *
+ * ap_choose_path looks at the validated plan and the float lanes of the
+ * kernel that will run (0: the scalar kernels), picks one path of paths.h
+ * and stores it in the plan with what its kernel needs (row buffer sizes,
+ * running-sum switches). It runs once per call, after ap_plan_* and before
+ * the kernel; the SIMD kernels switch on plan->path and choose nothing
+ * themselves. ap_explain_* runs it with a buffer for the reason.
+ *
+ * The thresholds, and why:
+ *   global       one window per plane covering all of it: a plain
+ *                streaming sum, no row buffer;
+ *   same-flat    'same' windows < 8 on planes <= 16384 elements: the whole
+ *                plane's vertical and horizontal sums are flat loops (no
+ *                per-row overhead, which dominates small planes);
+ *   rows-*       otherwise channels first goes row by row through a float
+ *                row buffer; the horizontal pass by stride: 1 (loads),
+ *                2 (even/odd shuffles), window 4 stride 4 (shuffles), a
+ *                running sum when a stride-1 window is wider than two
+ *                vectors (cost independent of k), gathers otherwise;
+ *                vertically, windows 8 or more rows tall carry their sums
+ *                from row to row;
+ *   scalar-fallback  rows whose buffer would need indices past int32 (the
+ *                gathers' index width);
+ *   nhwc-*       channels last sums channel vectors directly, unless a
+ *                window has more than 16 taps and a padded (W, C) row fits
+ *                a cached buffer (<= 1 M floats): then separably.
+ */
+#include <stdio.h>
+
+#include "plan.h"
+
+/* Format into why (when given); returns nothing. */
+#define AP_WHY(...)                                          \
+    do {                                                     \
+        if (why && why_len) snprintf(why, why_len, __VA_ARGS__); \
+    } while (0)
+
+static int ap_is_global(const ap_plan *p) {
+    for (int a = 0; a < 3; ++a)
+        if (p->axis[a].out != 1 || p->axis[a].taps[0] != p->axis[a].in) return 0;
+    return 1;
+}
+
+/* Small 'same' windows (stride 1, dilation 1, output as large as the
+ * input, window < 8) on small 2-D / 1-D planes, or 3-D ones of depth 1
+ * whose depth window is exactly that plane. */
+static int ap_same_flat_fits(const ap_plan *p) {
+    const ap_axis_plan *ad = &p->axis[0], *ah = &p->axis[1], *aw = &p->axis[2];
+    /* the depth axis must be a no-op: a window of one plane with divisor
+     * factor 1 (not empty, and no counted depth padding) */
+    if (p->adaptive || ad->in != 1 || ad->out != 1 || ad->taps[0] != 1 || ad->count[0] != 1)
+        return 0;
+    for (int a = 1; a < 3; ++a) {
+        const ap_axis_plan *ax = &p->axis[a];
+        if (ax->stride != 1 || ax->step != 1 || ax->window >= 8 || ax->out != ax->in ||
+            ax->in < ax->window)
+            return 0;
+    }
+    return ah->in * aw->in <= 16384;
+}
+
+static const char *ap_vertical_why(const ap_plan *p) {
+    return p->vertical_running ? "vertical: running sums, window height" : "vertical: direct sums, window height";
+}
+
+ap_path ap_choose_path(ap_plan *p, int lanes, char *why, size_t why_len) {
+    const ap_axis_plan *ad = &p->axis[0], *ah = &p->axis[1], *aw = &p->axis[2];
+    p->vertical_running = p->horizontal_running = 0;
+    p->row_off = p->row_len = p->row_buflen = 0;
+    if (p->batch == 0 || p->channels == 0) {
+        p->path = AP_PATH_NONE, p->reason = "no output element";
+        AP_WHY("batch %lld, channels %lld: no output element, no kernel runs",
+               (long long)p->batch, (long long)p->channels);
+        return p->path;
+    }
+    if (lanes == 0) {
+        p->path = AP_PATH_SCALAR, p->reason = "no vector kernel for this isa and dtype";
+        AP_WHY("no vector kernel for this instruction set and dtype");
+        return p->path;
+    }
+    /* Row buffer: input position q lives at buf[row_off + q]; uniform
+     * windows (stride > 0) read zeros for their padded taps, so the buffer
+     * reaches the last window's end. The plan has checked that the last
+     * window's extent fits in int64. */
+    const int64_t s = aw->stride, k = aw->window, d = aw->step, OW = aw->out;
+    p->row_off = s ? aw->pad_begin : 0;
+    p->row_len = p->row_off + aw->in;
+    if (s && (OW - 1) * s + (k - 1) * d + 1 > p->row_len) p->row_len = (OW - 1) * s + (k - 1) * d + 1;
+
+    if (p->layout == AP_LAYOUT_NHWC) {
+        const int64_t taps = ad->window * ah->window * aw->window, C = p->channels;
+        if (taps > 16 && p->row_len <= (1 << 20) / C) {
+            p->path = AP_PATH_NHWC_SEPARABLE, p->reason = "window of more than 16 taps";
+            /* wide stride-1 windows slide along W */
+            p->horizontal_running = s == 1 && d == 1 && k > 4;
+            AP_WHY("window of %lld taps > 16, padded (W, C) row of %lld x %lld floats <= 1 M; "
+                   "horizontal: %s (stride %lld, dilation %lld, window width %lld)",
+                   (long long)taps, (long long)p->row_len, (long long)C,
+                   p->horizontal_running ? "sliding sums" : "direct sums", (long long)s,
+                   (long long)d, (long long)k);
+        } else {
+            p->path = AP_PATH_NHWC_DIRECT, p->reason = taps > 16 ? "row too long to buffer"
+                                                                : "window of at most 16 taps";
+            if (taps > 16)
+                AP_WHY("window of %lld taps, but a padded (W, C) row of %lld x %lld floats > 1 M",
+                       (long long)taps, (long long)p->row_len, (long long)C);
+            else
+                AP_WHY("window of %lld taps <= 16: channel vectors summed over the taps",
+                       (long long)taps);
+        }
+        return p->path;
+    }
+
+    if (ap_is_global(p)) {
+        p->path = AP_PATH_GLOBAL, p->reason = "one window covers each plane";
+        AP_WHY("one window covers each whole plane of %lld x %lld x %lld", (long long)ad->in,
+               (long long)ah->in, (long long)aw->in);
+        return p->path;
+    }
+    if (ap_same_flat_fits(p)) {
+        p->path = AP_PATH_SAME_FLAT, p->reason = "small 'same' windows on a small plane";
+        AP_WHY("'same' window %lld x %lld < 8, stride 1, output = input, plane %lld x %lld <= "
+               "16384 elements",
+               (long long)ah->window, (long long)aw->window, (long long)ah->in, (long long)aw->in);
+        return p->path;
+    }
+    /* The gathers index the row buffer with int32: bound row_len and the
+     * vector-rounded output row first (their sum could overflow int64 for a
+     * huge padding), then the buffer with its slack (the widest vector read
+     * past the last window) and the running row sums. */
+    const int64_t OWV = (OW + lanes - 1) / lanes * lanes;
+    if (p->row_len > INT32_MAX / 16 || OWV > INT32_MAX / 16 ||
+        (p->row_buflen = (p->row_len + 3 * lanes + OWV + 15) / 16 * 16) > INT32_MAX / 8) {
+        p->row_buflen = 0;
+        p->path = AP_PATH_SCALAR_FALLBACK, p->reason = "row buffer past int32 indices";
+        AP_WHY("row buffer of %lld positions for %lld outputs exceeds int32 gather indices",
+               (long long)p->row_len, (long long)OW);
+        return p->path;
+    }
+    p->vertical_running = ah->window >= 8;
+    const long long kh = (long long)ah->window;
+    const char *vop = p->vertical_running ? ">=" : "<";
+    if (s == 1 && d == 1 && k > 2 * lanes) {
+        p->path = AP_PATH_ROWS_RUNNING, p->reason = "wide stride-1 window";
+        AP_WHY("stride 1 along W, window width %lld > 2 x %d lanes: running sums; %s %lld %s 8",
+               (long long)k, lanes, ap_vertical_why(p), kh, vop);
+    } else if (s == 1) {
+        p->path = AP_PATH_ROWS_S1, p->reason = "stride 1 along W";
+        AP_WHY("stride 1 along W, window width %lld, dilation %lld%s; %s %lld %s 8", (long long)k,
+               (long long)d, d == 1 && k == 3 ? " (3 taps unrolled)" : "", ap_vertical_why(p), kh,
+               vop);
+    } else if (s == 2) {
+        p->path = AP_PATH_ROWS_S2, p->reason = "stride 2 along W";
+        AP_WHY("stride 2 along W, window width %lld, dilation %lld%s; %s %lld %s 8", (long long)k,
+               (long long)d, d == 1 && (k == 2 || k == 3) ? " (taps unrolled)" : "",
+               ap_vertical_why(p), kh, vop);
+    } else if (s == 4 && k == 4 && d == 1) {
+        p->path = AP_PATH_ROWS_S4K4, p->reason = "window 4, stride 4 along W";
+        AP_WHY("window 4, stride 4 along W: pair sums by shuffles; %s %lld %s 8",
+               ap_vertical_why(p), kh, vop);
+    } else {
+        p->path = AP_PATH_ROWS_GATHER, p->reason = s ? "stride along W without shuffles"
+                                                     : "windows of varying length along W";
+        if (s)
+            AP_WHY("stride %lld along W (window width %lld, dilation %lld): masked gathers; %s "
+                   "%lld %s 8",
+                   (long long)s, (long long)k, (long long)d, ap_vertical_why(p), kh, vop);
+        else
+            AP_WHY("adaptive windows of varying length along W (%lld -> %lld): masked gathers; "
+                   "%s %lld %s 8",
+                   (long long)aw->in, (long long)OW, ap_vertical_why(p), kh, vop);
+    }
+    return p->path;
+}

@@ -1,0 +1,37 @@
+/* paths.h - the kernel paths: one list, X(SUFFIX, "name", "when it is
+ * taken"), expanded into enum ap_path (AP_PATH_<SUFFIX>) and into the names
+ * ap_explain_* writes. The choice itself is ap_choose_path (paths.c), made
+ * once per call from the plan; the SIMD kernels (simd_impl.inc) switch on
+ * the stored path. The C tests include this file to count the paths their
+ * random cases take.
+ */
+#ifndef AP_PATHS_H
+#define AP_PATHS_H
+
+#define AP_PATHS(X)                                                                        \
+    X(NONE, "none", "batch or channels 0: no output element, no kernel runs")              \
+    X(SCALAR, "scalar", "the scalar kernels: scalar instruction set, or float64")          \
+    X(SCALAR_FALLBACK, "scalar-fallback",                                                  \
+      "SIMD, channels first, a row buffer too long for int32 gather indices")              \
+    X(GLOBAL, "global", "channels first, one window covering each whole plane")            \
+    X(SAME_FLAT, "same-flat",                                                              \
+      "channels first, 'same' windows < 8 (stride 1, output = input) on planes of at "     \
+      "most 16384 elements with a trivial depth axis: whole planes at once")               \
+    X(ROWS_S1, "rows-s1", "channels first rows, stride 1 along W, unaligned loads")        \
+    X(ROWS_S2, "rows-s2", "channels first rows, stride 2 along W, even/odd shuffles")      \
+    X(ROWS_S4K4, "rows-s4k4", "channels first rows, window 4 stride 4 along W, shuffles")  \
+    X(ROWS_RUNNING, "rows-running",                                                        \
+      "channels first rows, stride 1 along W, window wider than two vectors: running sums") \
+    X(ROWS_GATHER, "rows-gather",                                                          \
+      "channels first rows, any other stride or varying windows along W: masked gathers")  \
+    X(NHWC_DIRECT, "nhwc-direct",                                                          \
+      "channels last, small windows (or rows too long for a cached buffer): channel "      \
+      "vectors summed over the taps")                                                      \
+    X(NHWC_SEPARABLE, "nhwc-separable",                                                    \
+      "channels last, windows of more than 16 taps: vertical then horizontal sums")
+
+#define AP_PATH_ENUM_(suffix, name, when) AP_PATH_##suffix,
+typedef enum ap_path { AP_PATHS(AP_PATH_ENUM_) AP_PATH_COUNT } ap_path;
+#undef AP_PATH_ENUM_
+
+#endif /* AP_PATHS_H */

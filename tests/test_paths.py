@@ -1,0 +1,172 @@
+"""One test per kernel path (csrc/paths.h, chosen by ap_choose_path in csrc/paths.c).
+
+Each case has a shape that only its path takes on every SIMD instruction set (4 to 16 lanes):
+``avgpool.explain`` must name that path on each SIMD path this CPU runs, the result on each must
+match the scalar kernels on the same input (same dtype: only float32 summation order differs),
+and every path must match the float64 brute force of tests/reference.py. Test ids avoid the
+instruction-set names (the ids end in the conftest's [isa]).
+"""
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import avgpool
+from avgpool import _core
+
+from conftest import available_isas
+from reference import ref_adaptive_average_pool, ref_average_pool
+
+SIMD = [name for name in available_isas() if name != "scalar"]
+DTYPES = [np.float32, np.float16, ml_dtypes.bfloat16]
+# vs scalar: summation order only; vs the float64 reference: plus the input dtype's rounding
+TOL_SCALAR = {np.float32: 2e-6, np.float16: 1e-3, ml_dtypes.bfloat16: 8e-3}
+TOL_REF = {np.float32: 3e-5, np.float64: 1e-12, np.float16: 1.5e-3, ml_dtypes.bfloat16: 1e-2}
+BIG = 2**28  # positions past int32 row-buffer indices
+
+# id -> (path, layout, input shape, window kwargs or None, adaptive output sizes or None)
+CASES = {
+    "global": ("global", "NCHW", (2, 3, 9, 11), dict(window_size=(9, 11)), None),
+    "global-adaptive": ("global", "NCHW", (1, 4, 7, 5, 6), None, (1, 1, 1)),
+    "same-flat": ("same-flat", "NCHW", (1, 2, 10, 12),
+                  dict(window_size=(3, 3), start_padding=(1, 1), end_padding=(1, 1)), None),
+    "same-flat-depth1": ("same-flat", "NCHW", (1, 3, 1, 9, 17),
+                         dict(window_size=(1, 5, 3), start_padding=(0, 2, 1),
+                              end_padding=(0, 2, 1), include_padding=True), None),
+    "rows-s1": ("rows-s1", "NCHW", (1, 2, 20, 30), dict(window_size=(3, 5)), None),
+    "rows-s1-k3": ("rows-s1", "NCHW", (1, 2, 11, 35), dict(window_size=(2, 3)), None),
+    "rows-s2": ("rows-s2", "NCHW", (1, 2, 17, 33),
+                dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 1),
+                     end_padding=(1, 1)), None),
+    "rows-s2-k5": ("rows-s2", "NCHW", (1, 2, 9, 41), dict(window_size=(2, 5), strides=(1, 2)),
+                   None),
+    "rows-s4k4": ("rows-s4k4", "NCHW", (1, 3, 12, 37),
+                  dict(window_size=(4, 4), strides=(4, 4), end_padding=(0, 3)), None),
+    "rows-running": ("rows-running", "NCHW", (1, 2, 12, 100),
+                     dict(window_size=(9, 40), start_padding=(2, 3), end_padding=(2, 3)), None),
+    "rows-gather": ("rows-gather", "NCHW", (1, 2, 15, 29),
+                    dict(window_size=(3, 3), strides=(3, 3), start_padding=(1, 1),
+                         dilations=(1, 2)), None),
+    "rows-gather-adaptive": ("rows-gather", "NCHW", (2, 3, 13, 17), None, (5, 7)),
+    "int32-fallback": ("scalar-fallback", "NCHW", (1, 3, 5),
+                       dict(window_size=(2,), dilations=(BIG,), end_padding=(BIG,)), None),
+    "nhwc-direct": ("nhwc-direct", "NHWC", (1, 9, 10, 19),
+                    dict(window_size=(3, 3), start_padding=(1, 1), end_padding=(1, 1)), None),
+    "nhwc-separable": ("nhwc-separable", "NHWC", (2, 12, 14, 21),
+                       dict(window_size=(5, 5), start_padding=(2, 2), end_padding=(2, 2)), None),
+    "nhwc-separable-s2": ("nhwc-separable", "NHWC", (1, 4, 9, 11, 9),
+                          dict(window_size=(2, 3, 3), strides=(1, 2, 2)), None),
+    "nhwc-separable-adaptive": ("nhwc-separable", "NHWC", (1, 20, 21, 17), None, (3, 4)),
+}
+
+
+def _path_name(line):
+    """The path named by an explain line: between the first ': ' and the next ' ('."""
+    return line.split(": ", 1)[1].split(" (", 1)[0]
+
+
+def _desc(case):
+    _, _, _, kwargs, adaptive = case
+    return avgpool.AveragePoolingDesc(**kwargs) if kwargs else avgpool.AdaptiveAveragePoolingDesc(adaptive)
+
+
+def _pool(case, x):
+    desc = _desc(case)
+    if isinstance(desc, avgpool.AdaptiveAveragePoolingDesc):
+        return avgpool.adaptive_average_pool(x, desc, layout=case[1])
+    return avgpool.average_pool(x, desc, layout=case[1])
+
+
+def _reference(case, x):
+    _, layout, _, kwargs, adaptive = case
+    if kwargs is None:
+        return ref_adaptive_average_pool(x, adaptive, layout=layout)
+    kw = dict(kwargs)
+    return ref_average_pool(x, kw.pop("window_size"), layout=layout, **kw)
+
+
+def _close(got, want, tol, what):
+    got = np.asarray(got, np.float64)
+    want = np.asarray(want, np.float64)
+    assert got.shape == want.shape, what
+    assert np.array_equal(np.isnan(got), np.isnan(want)), what
+    ok = ~np.isnan(want)
+    err = np.abs(got[ok] - want[ok])
+    bound = tol * (np.abs(want[ok]) + 1.0)
+    assert np.all(err <= bound), f"{what}: max error {err.max() if err.size else 0}"
+
+
+def _on(name, fn):
+    prev = _core.isa()
+    _core.set_isa(name)
+    try:
+        return fn()
+    finally:
+        _core.set_isa(prev)
+
+
+@pytest.mark.parametrize("case_id", list(CASES))
+def test_path_is_named_and_matches_scalar(case_id):
+    case = CASES[case_id]
+    path, layout, shape = case[:3]
+    desc = _desc(case)
+    rng = np.random.default_rng(abs(hash(case_id)) % 2**32)
+    x64 = rng.uniform(-1, 1, shape)
+    ref = _reference(case, x64)
+    for dtype in DTYPES:
+        x = x64.astype(dtype)
+        want = _reference(case, x.astype(np.float64))
+        scalar = _on("scalar", lambda: _pool(case, x))
+        line = _on("scalar", lambda: avgpool.explain(desc, shape, layout=layout, dtype=dtype))
+        assert _path_name(line) == "scalar", line
+        _close(scalar, want, TOL_REF[dtype], f"scalar {np.dtype(dtype)} vs float64 reference")
+        for name in SIMD:
+            line = _on(name, lambda: avgpool.explain(desc, shape, layout=layout, dtype=dtype))
+            assert _path_name(line) == path, f"{name}: {line}"
+            assert line.startswith(f"isa {name}, layout {layout}, "), line
+            got = _on(name, lambda: _pool(case, x))
+            assert got.dtype == x.dtype
+            _close(got, scalar, TOL_SCALAR[dtype], f"{name} {path} {np.dtype(dtype)} vs scalar")
+            _close(got, want, TOL_REF[dtype], f"{name} {path} {np.dtype(dtype)} vs reference")
+    # float64 always runs the scalar kernels, on every instruction set
+    for name in ["scalar"] + SIMD:
+        line = _on(name, lambda: avgpool.explain(desc, shape, layout=layout, dtype="float64"))
+        assert _path_name(line) == "scalar", line
+        _close(_on(name, lambda: _pool(case, x64)), ref, TOL_REF[np.float64], f"{name} float64")
+
+
+def test_explain_empty_batch_runs_no_kernel():
+    desc = avgpool.AveragePoolingDesc((2, 2))
+    assert _path_name(avgpool.explain(desc, (0, 2, 6, 6))) == "none"
+
+
+def test_explain_reasons_and_errors():
+    line = avgpool.explain(avgpool.AveragePoolingDesc((3, 3), strides=(2, 2)), (1, 64, 56, 56))
+    assert line.startswith(f"isa {_core.isa()}, layout NCHW, f32: ")
+    if _core.isa() != "scalar":
+        assert "rows-s2 (stride 2 along W" in line and "window height 3 < 8" in line
+    # adaptive sizes as a plain sequence; dtype names
+    assert "f16" in avgpool.explain((2, 2), (1, 1, 8, 8), dtype="float16")
+    assert "bf16" in avgpool.explain((2, 2), (1, 1, 8, 8), dtype="bfloat16")
+    # the errors a call raises
+    with pytest.raises(ValueError, match=r"window_size: .*spatial axis 0"):
+        avgpool.explain(avgpool.AveragePoolingDesc((6, 2)), (1, 1, 5, 5))
+    with pytest.raises(ValueError, match="layout"):
+        avgpool.explain(avgpool.AveragePoolingDesc((2,)), (1, 1, 5), layout="NWC")
+    with pytest.raises(TypeError, match="int32"):
+        avgpool.explain(avgpool.AveragePoolingDesc((2,)), (1, 1, 5), dtype="int32")
+
+
+def test_cli_explain(capsys):
+    from avgpool.__main__ import main
+
+    assert main(["info", "--explain", "window=3,3 strides=2,2 padding=1,1 shape=1,64,56,56 "
+                                      "layout=NCHW"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"isa {_core.isa()}, layout NCHW, f32: ")
+    assert main(["info", "--explain", "adaptive=1,1 shape=2,7,7,64 layout=NHWC dtype=float64"]) == 0
+    assert _path_name(capsys.readouterr().out.strip()) == "scalar"
+    assert main(["info", "--explain", "window=3,3 shape=1,1"]) == 2  # rank mismatch: an error
+    assert "x: expected a 4-D input" in capsys.readouterr().err
+    assert main(["info", "--explain", "windw=3"]) == 2
+    assert "unknown key 'windw'" in capsys.readouterr().err
