@@ -303,7 +303,7 @@ cdef class PoolDesc:
         cdef ap_tensor_desc t
         cdef char buf[512]
         cdef ap_dtype code = <ap_dtype>_dtype_code_of(dtype)
-        _tensor(&t, shape, self.c.rank, _layout(layout))
+        _tensor(&t, shape, self.c.rank, _layout(layout), "window_size")
         cdef ap_status s = ap_explain_pool(&self.c, &t, code, buf, sizeof(buf))
         if s != AP_OK:
             self._fail(s, &t)
@@ -352,7 +352,7 @@ cdef class AdaptiveDesc:
         cdef ap_tensor_desc t
         cdef char buf[512]
         cdef ap_dtype code = <ap_dtype>_dtype_code_of(dtype)
-        _tensor(&t, shape, self.c.rank, _layout(layout))
+        _tensor(&t, shape, self.c.rank, _layout(layout), "output_sizes")
         cdef ap_status s = ap_explain_adaptive(&self.c, &t, code, buf, sizeof(buf))
         if s != AP_OK:
             self._fail(s, &t)
