@@ -6,6 +6,8 @@
  */
 #include "plan.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,114 +22,204 @@ static int64_t ap_floor_div(int64_t a, int64_t b) { /* b > 0 */
     return (a % b != 0 && a < 0) ? q - 1 : q;
 }
 
-static ap_status ap_check_tensor(const ap_tensor_desc *t, int32_t rank, int64_t *in_plane) {
-    if (t->rank < 1 || t->rank > AP_MAX_SPATIAL || t->rank != rank) return AP_ERR_RANK;
-    if (t->layout != AP_LAYOUT_NCHW && t->layout != AP_LAYOUT_NHWC) return AP_ERR_LAYOUT;
-    if (t->batch < 0 || t->channels < 0) return AP_ERR_TENSOR_SIZE;
+/* Record where a rule broke (when err is given) and return status. */
+static ap_status ap_fail(ap_error *err, ap_status status, int axis, const char *field,
+                         const char *fmt, ...) {
+    if (err) {
+        err->status = status;
+        err->axis = axis;
+        err->field = field;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->detail, sizeof err->detail, fmt, ap);
+        va_end(ap);
+    }
+    return status;
+}
+
+#define AP_LL(v) ((long long)(v))
+
+static ap_status ap_check_tensor(const ap_tensor_desc *t, int32_t rank, int64_t *in_plane,
+                                 ap_error *err) {
+    if (t->rank < 1 || t->rank > AP_MAX_SPATIAL || t->rank != rank)
+        return ap_fail(err, AP_ERR_RANK, -1, "rank", "tensor rank %d, descriptor rank %d",
+                       (int)t->rank, (int)rank);
+    if (t->layout != AP_LAYOUT_NCHW && t->layout != AP_LAYOUT_NHWC)
+        return ap_fail(err, AP_ERR_LAYOUT, -1, "layout", "layout %d", (int)t->layout);
+    if (t->batch < 0) return ap_fail(err, AP_ERR_TENSOR_SIZE, -1, "batch", "batch %lld < 0", AP_LL(t->batch));
+    if (t->channels < 0)
+        return ap_fail(err, AP_ERR_TENSOR_SIZE, -1, "channels", "channels %lld < 0",
+                       AP_LL(t->channels));
     /* every size first: a zero size is the error to report, even when the
      * product of the sizes before it overflows */
     for (int a = 0; a < rank; ++a)
-        if (t->sizes[a] < 1) return AP_ERR_TENSOR_SIZE;
+        if (t->sizes[a] < 1)
+            return ap_fail(err, AP_ERR_TENSOR_SIZE, a, "sizes", "size %lld < 1", AP_LL(t->sizes[a]));
     int64_t n = 1;
     for (int a = 0; a < rank; ++a)
-        if (ap_mul_overflow(n, t->sizes[a], &n)) return AP_ERR_OVERFLOW;
+        if (ap_mul_overflow(n, t->sizes[a], &n))
+            return ap_fail(err, AP_ERR_OVERFLOW, -1, "sizes",
+                           "the product of the spatial sizes overflows int64");
     /* Total elements times the widest element (8 bytes) must fit, so byte
      * offsets computed by callers and kernels cannot overflow. */
     int64_t total;
     if (ap_mul_overflow(n, t->batch, &total) || ap_mul_overflow(total, t->channels, &total) ||
         ap_mul_overflow(total, 8, &total))
-        return AP_ERR_OVERFLOW;
+        return ap_fail(err, AP_ERR_OVERFLOW, -1, "sizes",
+                       "input of %lld x %lld x %lld elements x 8 bytes overflows int64",
+                       AP_LL(t->batch), AP_LL(t->channels), AP_LL(n));
     *in_plane = n;
     return AP_OK;
 }
 
-static ap_status ap_check_output(const ap_tensor_desc *t, const int64_t *out, int64_t *out_plane) {
+/* The output's elements (times 8 bytes) must fit; `field` is blamed. */
+static ap_status ap_check_output(const ap_tensor_desc *t, const int64_t *out, int64_t *out_plane,
+                                 const char *field, ap_error *err) {
     int64_t n = 1, total;
     for (int a = 0; a < t->rank; ++a)
-        if (ap_mul_overflow(n, out[a], &n)) return AP_ERR_OVERFLOW;
+        if (ap_mul_overflow(n, out[a], &n))
+            return ap_fail(err, AP_ERR_OVERFLOW, -1, field,
+                           "the product of the output sizes overflows int64");
     if (ap_mul_overflow(n, t->batch, &total) || ap_mul_overflow(total, t->channels, &total) ||
         ap_mul_overflow(total, 8, &total))
-        return AP_ERR_OVERFLOW;
+        return ap_fail(err, AP_ERR_OVERFLOW, -1, field,
+                       "output of %lld x %lld x %lld elements x 8 bytes overflows int64",
+                       AP_LL(t->batch), AP_LL(t->channels), AP_LL(n));
     *out_plane = n;
     return AP_OK;
 }
 
 /* Per-axis validation of a windowed descriptor; writes the output size. */
-static ap_status ap_check_pool_axis(const ap_pool_desc *d, int a, int64_t in, int64_t *out) {
+static ap_status ap_check_pool_axis(const ap_pool_desc *d, int a, int64_t in, int64_t *out,
+                                    ap_error *err) {
     const int64_t k = d->window[a], s = d->strides[a], dil = d->dilations[a];
     const int64_t pb = d->start_padding[a], pe = d->end_padding[a];
-    if (k < 1) return AP_ERR_WINDOW;
-    if (s < 1) return AP_ERR_STRIDE;
-    if (dil < 1) return AP_ERR_DILATION;
-    if (pb < 0 || pe < 0) return AP_ERR_PADDING;
+    if (k < 1) return ap_fail(err, AP_ERR_WINDOW, a, "window", "window %lld < 1", AP_LL(k));
+    if (s < 1) return ap_fail(err, AP_ERR_STRIDE, a, "strides", "stride %lld < 1", AP_LL(s));
+    if (dil < 1)
+        return ap_fail(err, AP_ERR_DILATION, a, "dilations", "dilation %lld < 1", AP_LL(dil));
+    if (pb < 0)
+        return ap_fail(err, AP_ERR_PADDING, a, "start_padding", "start padding %lld < 0", AP_LL(pb));
+    if (pe < 0)
+        return ap_fail(err, AP_ERR_PADDING, a, "end_padding", "end padding %lld < 0", AP_LL(pe));
     int64_t ek, padded;
-    if (ap_mul_overflow(k - 1, dil, &ek) || ap_add_overflow(ek, 1, &ek)) return AP_ERR_OVERFLOW;
+    if (ap_mul_overflow(k - 1, dil, &ek) || ap_add_overflow(ek, 1, &ek))
+        return ap_fail(err, AP_ERR_OVERFLOW, a, "window/dilations",
+                       "effective window (%lld - 1) * %lld + 1 overflows int64", AP_LL(k),
+                       AP_LL(dil));
     if (ap_add_overflow(in, pb, &padded) || ap_add_overflow(padded, pe, &padded))
-        return AP_ERR_OVERFLOW;
+        return ap_fail(err, AP_ERR_OVERFLOW, a, "start_padding/end_padding",
+                       "padded input %lld + %lld + %lld overflows int64", AP_LL(in), AP_LL(pb),
+                       AP_LL(pe));
     int64_t o = d->output_sizes[a];
-    if (o < 0) return AP_ERR_OUTPUT_SIZE;
+    if (o < 0)
+        return ap_fail(err, AP_ERR_OUTPUT_SIZE, a, "output_sizes", "output size %lld < 0", AP_LL(o));
     if (o == 0) {
-        if (padded < ek) return AP_ERR_WINDOW_TOO_LARGE;
+        if (padded < ek)
+            return ap_fail(err, AP_ERR_WINDOW_TOO_LARGE, a, "window",
+                           "effective window %lld > padded input %lld = %lld + %lld + %lld",
+                           AP_LL(ek), AP_LL(padded), AP_LL(in), AP_LL(pb), AP_LL(pe));
         o = (padded - ek) / s + 1;
     }
     /* The last window's first position, and its last tap, must be
      * representable; its start must lie before the padded end. */
     int64_t last_start, last_tap;
     if (ap_mul_overflow(o - 1, s, &last_start) || ap_add_overflow(last_start, ek, &last_tap))
-        return AP_ERR_OVERFLOW;
+        return ap_fail(err, AP_ERR_OVERFLOW, a, "output_sizes/strides",
+                       "last window's end (%lld - 1) * %lld + %lld overflows int64", AP_LL(o),
+                       AP_LL(s), AP_LL(ek));
     /* With count_overhang (OpenVINO ceil rounding) every window the output
      * size implies is kept, even one starting past the padded end. */
-    if (!d->count_overhang && last_start - pb >= in + pe) return AP_ERR_OUTPUT_SIZE;
+    if (!d->count_overhang && last_start - pb >= in + pe)
+        return ap_fail(err, AP_ERR_OUTPUT_SIZE, a, "output_sizes",
+                       "output size %lld starts its last window past the padded end: "
+                       "(%lld - 1) * %lld - %lld >= %lld + %lld",
+                       AP_LL(o), AP_LL(o), AP_LL(s), AP_LL(pb), AP_LL(in), AP_LL(pe));
     *out = o;
     return AP_OK;
 }
 
-static ap_status ap_check_pool(const ap_pool_desc *d, const ap_tensor_desc *t, int64_t *out) {
-    if (d->rank < 1 || d->rank > AP_MAX_SPATIAL) return AP_ERR_RANK;
+static ap_status ap_check_pool(const ap_pool_desc *d, const ap_tensor_desc *t, int64_t *out,
+                               ap_error *err) {
+    if (d->rank < 1 || d->rank > AP_MAX_SPATIAL)
+        return ap_fail(err, AP_ERR_RANK, -1, "rank", "descriptor rank %d not in 1..3", (int)d->rank);
     int64_t in_plane;
-    AP_CHECK(ap_check_tensor(t, d->rank, &in_plane));
-    int64_t window_product = 1;
+    AP_CHECK(ap_check_tensor(t, d->rank, &in_plane, err));
+    int64_t window_product = 1, explicit_out = 0;
     for (int a = 0; a < d->rank; ++a) {
-        AP_CHECK(ap_check_pool_axis(d, a, t->sizes[a], &out[a]));
-        if (ap_mul_overflow(window_product, d->window[a], &window_product)) return AP_ERR_OVERFLOW;
+        AP_CHECK(ap_check_pool_axis(d, a, t->sizes[a], &out[a], err));
+        if (ap_mul_overflow(window_product, d->window[a], &window_product))
+            return ap_fail(err, AP_ERR_OVERFLOW, a, "window",
+                           "the product of the window sizes overflows int64");
+        explicit_out |= d->output_sizes[a];
     }
     int64_t out_plane;
-    return ap_check_output(t, out, &out_plane);
+    /* floor-rule outputs follow from the input's sizes */
+    return ap_check_output(t, out, &out_plane, explicit_out ? "output_sizes" : "sizes", err);
 }
 
 static ap_status ap_check_adaptive(const ap_adaptive_desc *d, const ap_tensor_desc *t,
-                                   int64_t *out) {
-    if (d->rank < 1 || d->rank > AP_MAX_SPATIAL) return AP_ERR_RANK;
+                                   int64_t *out, ap_error *err) {
+    if (d->rank < 1 || d->rank > AP_MAX_SPATIAL)
+        return ap_fail(err, AP_ERR_RANK, -1, "rank", "descriptor rank %d not in 1..3", (int)d->rank);
     int64_t in_plane;
-    AP_CHECK(ap_check_tensor(t, d->rank, &in_plane));
+    AP_CHECK(ap_check_tensor(t, d->rank, &in_plane, err));
     for (int a = 0; a < d->rank; ++a) {
         int64_t o = d->output_sizes[a], bound;
-        if (o < 1) return AP_ERR_OUTPUT_SIZE;
+        if (o < 1)
+            return ap_fail(err, AP_ERR_OUTPUT_SIZE, a, "output_sizes", "output size %lld < 1",
+                           AP_LL(o));
         /* end = ((i + 1) * in + o - 1) / o needs o * in + o to fit. */
         if (ap_mul_overflow(o, t->sizes[a], &bound) || ap_add_overflow(bound, o, &bound))
-            return AP_ERR_OVERFLOW;
+            return ap_fail(err, AP_ERR_OVERFLOW, a, "output_sizes",
+                           "output size %lld x input %lld + %lld overflows int64", AP_LL(o),
+                           AP_LL(t->sizes[a]), AP_LL(o));
         out[a] = o;
     }
     int64_t out_plane;
-    return ap_check_output(t, out, &out_plane);
+    return ap_check_output(t, out, &out_plane, "output_sizes", err);
+}
+
+static void ap_error_clear(ap_error *err) {
+    if (err) {
+        memset(err, 0, sizeof *err);
+        err->axis = -1;
+        err->field = "";
+    }
+}
+
+ap_status ap_pool_check(const ap_pool_desc *desc, const ap_tensor_desc *input,
+                        int64_t out_sizes[AP_MAX_SPATIAL], ap_error *err) {
+    ap_error_clear(err);
+    if (!desc || !input)
+        return ap_fail(err, AP_ERR_NULL_POINTER, -1, desc ? "input" : "desc", "");
+    int64_t out[AP_MAX_SPATIAL] = {0};
+    AP_CHECK(ap_check_pool(desc, input, out, err));
+    if (out_sizes) memcpy(out_sizes, out, sizeof(int64_t) * (size_t)desc->rank);
+    return AP_OK;
+}
+
+ap_status ap_adaptive_check(const ap_adaptive_desc *desc, const ap_tensor_desc *input,
+                            int64_t out_sizes[AP_MAX_SPATIAL], ap_error *err) {
+    ap_error_clear(err);
+    if (!desc || !input)
+        return ap_fail(err, AP_ERR_NULL_POINTER, -1, desc ? "input" : "desc", "");
+    int64_t out[AP_MAX_SPATIAL] = {0};
+    AP_CHECK(ap_check_adaptive(desc, input, out, err));
+    if (out_sizes) memcpy(out_sizes, out, sizeof(int64_t) * (size_t)desc->rank);
+    return AP_OK;
 }
 
 ap_status ap_pool_output_sizes(const ap_pool_desc *desc, const ap_tensor_desc *input,
                                int64_t out_sizes[AP_MAX_SPATIAL]) {
-    if (!desc || !input || !out_sizes) return AP_ERR_NULL_POINTER;
-    int64_t out[AP_MAX_SPATIAL] = {0};
-    AP_CHECK(ap_check_pool(desc, input, out));
-    memcpy(out_sizes, out, sizeof(int64_t) * (size_t)desc->rank);
-    return AP_OK;
+    if (!out_sizes) return AP_ERR_NULL_POINTER;
+    return ap_pool_check(desc, input, out_sizes, NULL);
 }
 
 ap_status ap_adaptive_output_sizes(const ap_adaptive_desc *desc, const ap_tensor_desc *input,
                                    int64_t out_sizes[AP_MAX_SPATIAL]) {
-    if (!desc || !input || !out_sizes) return AP_ERR_NULL_POINTER;
-    int64_t out[AP_MAX_SPATIAL] = {0};
-    AP_CHECK(ap_check_adaptive(desc, input, out));
-    memcpy(out_sizes, out, sizeof(int64_t) * (size_t)desc->rank);
-    return AP_OK;
+    if (!out_sizes) return AP_ERR_NULL_POINTER;
+    return ap_adaptive_check(desc, input, out_sizes, NULL);
 }
 
 ap_status ap_pool_desc_init(ap_pool_desc *desc, int32_t rank, const int64_t *window) {
@@ -196,7 +288,7 @@ ap_status ap_plan_pool(ap_plan *plan, const ap_pool_desc *desc, const ap_tensor_
     int64_t out[AP_MAX_SPATIAL] = {0};
     memset(plan, 0, sizeof *plan);
     AP_CHECK(ap_check_dtype(dtype));
-    AP_CHECK(ap_check_pool(desc, input, out));
+    AP_CHECK(ap_check_pool(desc, input, out, NULL));
     ap_plan_begin(plan, input, out, dtype, num_threads);
     plan->divisor_override = desc->divisor_override;
     if (plan->batch == 0 || plan->channels == 0) return AP_OK; /* nothing to compute */
@@ -250,7 +342,7 @@ ap_status ap_plan_adaptive(ap_plan *plan, const ap_adaptive_desc *desc,
     int64_t out[AP_MAX_SPATIAL] = {0};
     memset(plan, 0, sizeof *plan);
     AP_CHECK(ap_check_dtype(dtype));
-    AP_CHECK(ap_check_adaptive(desc, input, out));
+    AP_CHECK(ap_check_adaptive(desc, input, out, NULL));
     ap_plan_begin(plan, input, out, dtype, num_threads);
     plan->adaptive = 1;
     if (plan->batch == 0 || plan->channels == 0) return AP_OK; /* nothing to compute */

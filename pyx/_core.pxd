@@ -55,7 +55,17 @@ cdef extern from "avgpool.h" nogil:
         int32_t rank
         int64_t output_sizes[AP_MAX_SPATIAL]
 
+    ctypedef struct ap_error:
+        ap_status status
+        int32_t axis
+        const char *field
+        char detail[160]
+
     const char *ap_status_string(ap_status status)
+    ap_status ap_pool_check(const ap_pool_desc *desc, const ap_tensor_desc *input,
+                            int64_t *out_sizes, ap_error *err)
+    ap_status ap_adaptive_check(const ap_adaptive_desc *desc, const ap_tensor_desc *input,
+                                int64_t *out_sizes, ap_error *err)
     ap_status ap_pool_output_sizes(const ap_pool_desc *desc, const ap_tensor_desc *input,
                                    int64_t *out_sizes)
     ap_status ap_adaptive_output_sizes(const ap_adaptive_desc *desc,

@@ -143,6 +143,31 @@ cdef dict _STATUS_ARGUMENT = {
 }
 
 
+# The core's field names (ap_error.field) as the arguments of the Python API.
+cdef dict _FIELD_ARGUMENT = {
+    "window": "window_size",
+    "strides": "strides",
+    "dilations": "dilations",
+    "start_padding": "start_padding",
+    "end_padding": "end_padding",
+    "output_sizes": "output_sizes",
+    "layout": "layout",
+}
+
+
+cdef int _raise_error(const ap_error *err) except -1:
+    """Raise for a filled ap_error: the argument from its field (tensor fields are x's), the
+    spatial axis and the core's numbers in parentheses."""
+    field = err.field.decode() if err.field != NULL else ""
+    argument = None
+    if field:
+        argument = "/".join(_FIELD_ARGUMENT.get(f, "x") for f in field.split("/"))
+    detail = err.detail.decode()
+    if err.axis >= 0:
+        detail = f"spatial axis {err.axis}: {detail}" if detail else f"spatial axis {err.axis}"
+    return _raise(err.status, detail, argument)
+
+
 cdef int _dtype_code_of(dtype) except -1:
     """The core's dtype of a numpy dtype (for explain, which has no array)."""
     cdef int num = np.dtype(dtype).num
@@ -265,29 +290,11 @@ cdef class PoolDesc:
         self.c.divisor_override = divisor_override
 
     cdef int _fail(self, ap_status status, const ap_tensor_desc *t) except -1:
-        """Raise for status, naming the spatial axis and argument that break the rule."""
-        cdef int a
-        big = 2**63 - 1
-        for a in range(self.c.rank):
-            # Python integers: these checks cannot overflow themselves.
-            k, s, dil = self.c.window[a], self.c.strides[a], self.c.dilations[a]
-            pb, pe, size = self.c.start_padding[a], self.c.end_padding[a], t.sizes[a]
-            ek = (k - 1) * dil + 1
-            out = self.c.output_sizes[a]
-            if status == AP_ERR_WINDOW_TOO_LARGE and ek > size + pb + pe:
-                _raise(status, f"spatial axis {a}: effective window {ek} > padded input "
-                               f"{size + pb + pe} = {size} + {pb} + {pe}")
-            if status == AP_ERR_OUTPUT_SIZE and out > 0 and (out - 1) * s - pb >= size + pe:
-                _raise(status, f"spatial axis {a}: output size {out} starts its last window "
-                               f"past the padded end")
-            if status == AP_ERR_OVERFLOW:
-                if ek > big:
-                    _raise(status, f"spatial axis {a}", "window_size/dilations")
-                if size + pb + pe > big:
-                    _raise(status, f"spatial axis {a}", "start_padding/end_padding")
-                if out > 0 and (out - 1) * s + ek > big:
-                    _raise(status, f"spatial axis {a}", "output_sizes/strides")
-        _raise(status)
+        """Raise for status, naming the spatial axis and argument the core says broke the rule."""
+        cdef ap_error err
+        if ap_pool_check(&self.c, t, NULL, &err) == AP_OK:
+            _raise(status)  # not a rule of the arguments: memory, instruction set
+        _raise_error(&err)
 
     def output_shape(self, tuple shape, layout):
         cdef ap_tensor_desc t
@@ -359,17 +366,11 @@ cdef class AdaptiveDesc:
         return buf.decode()
 
     cdef int _fail(self, ap_status status, const ap_tensor_desc *t) except -1:
-        """Raise for status; an overflow is the input's own or that of output_sizes."""
-        cdef int a
-        if status == AP_ERR_OVERFLOW:
-            plane = 1  # Python integers: no overflow
-            for a in range(t.rank):
-                plane *= int(t.sizes[a])
-            # the core checks the spatial plane on its own, then its bytes over the batch
-            big = 2**63 - 1
-            x_overflows = plane > big or plane * int(t.batch) * int(t.channels) * 8 > big
-            _raise(status, "", "x" if x_overflows else "output_sizes")
-        _raise(status)
+        """Raise for status, naming the spatial axis and argument the core says broke the rule."""
+        cdef ap_error err
+        if ap_adaptive_check(&self.c, t, NULL, &err) == AP_OK:
+            _raise(status)  # not a rule of the arguments: memory, instruction set
+        _raise_error(&err)
 
     def run(self, x, layout, out, num_threads):
         """Pool the ndarray x into out (or a new array); validates everything but the desc."""

@@ -169,6 +169,30 @@ typedef struct ap_adaptive_desc {
     int64_t output_sizes[AP_MAX_SPATIAL];
 } ap_adaptive_desc;
 
+/* Where a call broke a rule: filled by ap_pool_check / ap_adaptive_check,
+ * so that callers can name the argument without re-deriving the rules. */
+typedef struct ap_error {
+    ap_status status;   /* the status returned (AP_OK: the fields below are
+                           -1, "" and "")                                   */
+    int32_t axis;       /* the spatial axis (0 = outermost) whose rule broke,
+                           -1 when the rule is not about one axis          */
+    const char *field;  /* static string, never NULL: the field that broke
+                           the rule: of ap_pool_desc / ap_adaptive_desc
+                           "window", "strides", "dilations",
+                           "start_padding", "end_padding", "output_sizes",
+                           "rank"; of ap_tensor_desc "rank", "layout",
+                           "batch", "channels", "sizes"; or two joined by
+                           '/' when the rule involves both
+                           ("window/dilations": the effective window
+                           overflows; "start_padding/end_padding": the
+                           padded size overflows; "output_sizes/strides":
+                           the last window's end overflows); "desc" or
+                           "input" for AP_ERR_NULL_POINTER              */
+    char detail[160];   /* the rule with the call's numbers, e.g.
+                           "effective window 7 > padded input 5 = 3 + 1
+                           + 1"; "" when there is nothing to add        */
+} ap_error;
+
 /* A human-readable description of a status code: a static string, never
  * NULL (an unknown value gives "unknown status"). */
 AP_API const char *ap_status_string(ap_status status);
@@ -188,12 +212,25 @@ AP_API ap_status ap_pool_desc_init(ap_pool_desc *desc, int32_t rank, const int64
  * AP_ERR_OVERFLOW. */
 AP_API ap_status ap_pool_output_sizes(const ap_pool_desc *desc, const ap_tensor_desc *input,
                                       int64_t out_sizes[AP_MAX_SPATIAL]);
+/* ap_pool_output_sizes that also says where a rule broke: when err is not
+ * NULL it receives the status, the spatial axis, the field and the numbers
+ * (see ap_error; on AP_OK, status AP_OK, axis -1, field and detail "").
+ * out_sizes may be NULL (validation only); otherwise as ap_pool_output_sizes.
+ * The rules are checked in the same order, so the status is always the one
+ * ap_pool_output_sizes and ap_avgpool return.
+ * Errors: those of ap_pool_output_sizes (AP_ERR_NULL_POINTER: desc or
+ * input). */
+AP_API ap_status ap_pool_check(const ap_pool_desc *desc, const ap_tensor_desc *input,
+                               int64_t out_sizes[AP_MAX_SPATIAL], ap_error *err);
 /* The same for adaptive pooling (out_sizes = desc->output_sizes once valid).
  * Errors: AP_ERR_NULL_POINTER, AP_ERR_RANK, AP_ERR_LAYOUT,
  * AP_ERR_TENSOR_SIZE, AP_ERR_OUTPUT_SIZE, AP_ERR_OVERFLOW. */
 AP_API ap_status ap_adaptive_output_sizes(const ap_adaptive_desc *desc,
                                           const ap_tensor_desc *input,
                                           int64_t out_sizes[AP_MAX_SPATIAL]);
+/* ap_adaptive_output_sizes with an optional ap_error, as ap_pool_check. */
+AP_API ap_status ap_adaptive_check(const ap_adaptive_desc *desc, const ap_tensor_desc *input,
+                                   int64_t out_sizes[AP_MAX_SPATIAL], ap_error *err);
 
 /* Windowed average pooling.
  *   desc         the window; validated as by ap_pool_output_sizes

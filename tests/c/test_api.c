@@ -695,6 +695,90 @@ static void test_build_info(void) {
            ap_openmp_enabled(), ap_max_threads(), build);
 }
 
+/* ap_pool_check / ap_adaptive_check: the axis, field and numbers of the
+ * rule that broke, and the same status as ap_*_output_sizes. */
+static void expect_error(const ap_error *e, ap_status status, int axis, const char *field,
+                         const char *detail, const char *what) {
+    CHECK(e->status == status && e->axis == axis && e->field && strcmp(e->field, field) == 0 &&
+              strstr(e->detail, detail) != NULL,
+          "%s: status %d axis %d field '%s' detail '%s', expected %d %d '%s' '...%s...'", what,
+          (int)e->status, (int)e->axis, e->field ? e->field : "(null)", e->detail, (int)status,
+          axis, field, detail);
+}
+
+static void test_check_errors(void) {
+    ap_error e;
+    int64_t out[3] = {-7, -7, -7}, o2[3];
+    ap_tensor_desc t = tensor(1, 2, 2, 5, 5, 0, AP_LAYOUT_NCHW);
+    ap_pool_desc d = pool(2, 2, 1, 0, 0);
+    CHECK_STATUS(ap_pool_check(&d, &t, out, &e), AP_OK);
+    expect_error(&e, AP_OK, -1, "", "", "valid");
+    CHECK(out[0] == 4 && out[1] == 4 && out[2] == -7, "out_sizes %lld %lld %lld",
+          (long long)out[0], (long long)out[1], (long long)out[2]);
+    CHECK_STATUS(ap_pool_check(&d, &t, NULL, NULL), AP_OK);
+    /* window larger than the padded input on axis 1 (dilation 3, end padding 1) */
+    d.window[1] = 3, d.dilations[1] = 3, d.end_padding[1] = 1;
+    CHECK_STATUS(ap_pool_check(&d, &t, out, &e), AP_ERR_WINDOW_TOO_LARGE);
+    expect_error(&e, AP_ERR_WINDOW_TOO_LARGE, 1, "window",
+                 "effective window 7 > padded input 6 = 5 + 0 + 1", "too large");
+    CHECK_STATUS(ap_pool_output_sizes(&d, &t, o2), e.status);
+    d = pool(2, 2, 1, 0, 0);
+    d.strides[0] = 0;
+    CHECK_STATUS(ap_pool_check(&d, &t, NULL, &e), AP_ERR_STRIDE);
+    expect_error(&e, AP_ERR_STRIDE, 0, "strides", "stride 0 < 1", "stride");
+    d = pool(2, 2, 1, 0, 0);
+    d.end_padding[1] = -1;
+    CHECK_STATUS(ap_pool_check(&d, &t, NULL, &e), AP_ERR_PADDING);
+    expect_error(&e, AP_ERR_PADDING, 1, "end_padding", "end padding -1 < 0", "padding");
+    d = pool(2, 2, 1, 0, INT64_MAX);
+    CHECK_STATUS(ap_pool_check(&d, &t, NULL, &e), AP_ERR_OVERFLOW);
+    expect_error(&e, AP_ERR_OVERFLOW, 0, "start_padding/end_padding", "overflows int64",
+                 "padded overflow");
+    d = pool(2, 2, 1, 0, 0);
+    d.window[1] = INT64_C(1) << 40, d.dilations[1] = INT64_C(1) << 40;
+    CHECK_STATUS(ap_pool_check(&d, &t, NULL, &e), AP_ERR_OVERFLOW);
+    expect_error(&e, AP_ERR_OVERFLOW, 1, "window/dilations", "effective window", "ek overflow");
+    d = pool(2, 2, 2, 0, 0);
+    d.output_sizes[0] = 4;
+    CHECK_STATUS(ap_pool_check(&d, &t, NULL, &e), AP_ERR_OUTPUT_SIZE);
+    expect_error(&e, AP_ERR_OUTPUT_SIZE, 0, "output_sizes",
+                 "output size 4 starts its last window past the padded end", "past the end");
+    d = pool(2, 2, INT64_C(1) << 62, 0, 0);
+    d.output_sizes[1] = 3, d.count_overhang = 1;
+    CHECK_STATUS(ap_pool_check(&d, &t, NULL, &e), AP_ERR_OVERFLOW);
+    expect_error(&e, AP_ERR_OVERFLOW, 1, "output_sizes/strides", "overflows", "last window");
+    /* the tensor's fields */
+    d = pool(2, 2, 1, 0, 0);
+    ap_tensor_desc bad = tensor(1, 2, 2, 5, 0, 0, AP_LAYOUT_NCHW);
+    CHECK_STATUS(ap_pool_check(&d, &bad, NULL, &e), AP_ERR_TENSOR_SIZE);
+    expect_error(&e, AP_ERR_TENSOR_SIZE, 1, "sizes", "size 0 < 1", "zero size");
+    bad = tensor(1, -2, 2, 5, 5, 0, AP_LAYOUT_NCHW);
+    CHECK_STATUS(ap_pool_check(&d, &bad, NULL, &e), AP_ERR_TENSOR_SIZE);
+    expect_error(&e, AP_ERR_TENSOR_SIZE, -1, "channels", "channels -2 < 0", "channels");
+    bad = tensor(1, 2, 3, 5, 5, 5, AP_LAYOUT_NCHW);
+    CHECK_STATUS(ap_pool_check(&d, &bad, NULL, &e), AP_ERR_RANK);
+    expect_error(&e, AP_ERR_RANK, -1, "rank", "tensor rank 3, descriptor rank 2", "rank");
+    bad = tensor(1, 2, 2, 5, 5, 0, (ap_layout)9);
+    CHECK_STATUS(ap_pool_check(&d, &bad, NULL, &e), AP_ERR_LAYOUT);
+    expect_error(&e, AP_ERR_LAYOUT, -1, "layout", "layout 9", "layout");
+    bad = tensor(INT64_C(1) << 40, INT64_C(1) << 20, 2, 5, 5, 0, AP_LAYOUT_NCHW);
+    CHECK_STATUS(ap_pool_check(&d, &bad, NULL, &e), AP_ERR_OVERFLOW);
+    expect_error(&e, AP_ERR_OVERFLOW, -1, "sizes", "8 bytes overflows int64", "input bytes");
+    CHECK_STATUS(ap_pool_check(NULL, &t, NULL, &e), AP_ERR_NULL_POINTER);
+    expect_error(&e, AP_ERR_NULL_POINTER, -1, "desc", "", "NULL desc");
+    /* adaptive */
+    ap_adaptive_desc a = adaptive(2, 3, 0, 0);
+    CHECK_STATUS(ap_adaptive_check(&a, &t, out, &e), AP_ERR_OUTPUT_SIZE);
+    expect_error(&e, AP_ERR_OUTPUT_SIZE, 1, "output_sizes", "output size 0 < 1", "adaptive 0");
+    a = adaptive(2, 3, INT64_MAX / 4, 0);
+    CHECK_STATUS(ap_adaptive_check(&a, &t, out, &e), AP_ERR_OVERFLOW);
+    expect_error(&e, AP_ERR_OVERFLOW, 1, "output_sizes", "overflows int64", "adaptive bound");
+    CHECK_STATUS(ap_adaptive_output_sizes(&a, &t, o2), e.status);
+    a = adaptive(2, 3, 2, 0);
+    CHECK_STATUS(ap_adaptive_check(&a, &t, NULL, &e), AP_OK);
+    expect_error(&e, AP_OK, -1, "", "", "adaptive valid");
+}
+
 /* ap_explain_*: the line's form, truncation, and the errors of the call. */
 static void test_explain(void) {
     const ap_tensor_desc t = tensor(1, 2, 2, 17, 33, 0, AP_LAYOUT_NCHW);
@@ -868,6 +952,7 @@ int main(int argc, char **argv) {
     test_invalid_inputs();
     test_null_pointers();
     test_overflow();
+    test_check_errors();
     check_all_statuses_seen();
     const long before = tu_checks;
     printf("API contract: %ld checks\n", before);

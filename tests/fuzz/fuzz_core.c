@@ -121,6 +121,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ap_status s = adaptive ? ap_adaptive_output_sizes(&ad, &t, out)
                            : ap_pool_output_sizes(&d, &t, out);
     if (s > AP_ERR_ISA || !*ap_status_string(s)) abort(); /* every status is a known one */
+    /* ap_*_check: the same status, and a field (only) when a rule broke */
+    ap_error err;
+    const ap_status sc = adaptive ? ap_adaptive_check(&ad, &t, NULL, &err)
+                                  : ap_pool_check(&d, &t, NULL, &err);
+    if (sc != s || err.status != s || !err.field || (s != AP_OK) != (*err.field != 0) ||
+        err.axis < -1 || err.axis >= AP_MAX_SPATIAL || strlen(err.detail) >= sizeof err.detail)
+        abort();
     if (s != AP_OK) {
         /* an invalid call must fail the same way when run */
         ap_status s2 = adaptive ? ap_adaptive_avgpool(&ad, &t, dtype, NULL, NULL, 1)
