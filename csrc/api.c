@@ -165,4 +165,4 @@ const char *ap_build_info(void) {
            "; kernels:" AP_BUILD_KERNELS "; openmp: " AP_BUILD_OPENMP;
 }
 
-const char *ap_compiled_isas(void) { return AP_BUILD_KERNELS + 1; }
+const char *ap_compiled_isas(void) { return &AP_BUILD_KERNELS[1]; /* without the leading space */ }

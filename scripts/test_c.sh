@@ -33,7 +33,7 @@ configure_build_test() { # dir, extra cmake args...
   (cd "$dir" && ctest -V --timeout 600) 2>&1 | tee "$tmp/ctest.log" | \
     grep -E '^[0-9]+: |tests passed|Test +#|Not Run|Failed' || true
   grep -qE '100% tests passed' "$tmp/ctest.log" || { cat "$tmp/ctest.log"; echo "ctest failed in $dir"; exit 1; }
-  grep -hE '^[0-9]+: (isa |ISA paths|API contract|test_api|test_isa|-- [0-9]+ symbols)' "$tmp/ctest.log" |
+  grep -hE '^[0-9]+: (isa |ISA paths|API contract|test_api|test_isa|path cases|    paths:|-- [0-9]+ symbols)' "$tmp/ctest.log" |
     sed -E 's/^[0-9]+: (-- )?/  /' >> "$log" || true
   grep -hE 'tests passed|did not run|Disabled' "$tmp/ctest.log" | sed 's/^/  ctest: /' >> "$log" || true
 }

@@ -48,5 +48,5 @@ if ! grep -qE 'ISA paths compared with scalar: .*neon' "$log"; then
 fi
 echo
 echo "summary (aarch64 under qemu):"
-grep -hE '^[0-9]+: (isa |ISA paths|API contract|test_api|test_isa|-- [0-9]+ symbols)|tests passed' "$log" |
+grep -hE '^[0-9]+: (isa |ISA paths|API contract|test_api|test_isa|path cases|    paths:|-- [0-9]+ symbols)|tests passed' "$log" |
   sed -E 's/^[0-9]+: (-- )?/  /'

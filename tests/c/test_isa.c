@@ -5,6 +5,18 @@
  * divisor_override, explicit output sizes, adaptive pooling, empty batches,
  * inf / NaN inputs, one or more threads.
  *
+ * Kernel paths (csrc/paths.h): first one fixed case per path, with a shape
+ * only that path takes, must be named so by ap_explain_* on every SIMD
+ * instruction set. The random cases are weighted towards each path and
+ * towards edges a uniform draw rarely meets (enum flavor: 'same' windows,
+ * depth / height 1, vector tails of sizes and channels, windows as large as
+ * the padded input, wide windows, strides 2 and 4, channels-last windows of
+ * more than 16 taps, row buffers past int32 indices); the summary prints
+ * how many cases took each path, and a run of 2000 cases or more fails if
+ * a SIMD instruction set left a path untaken. (The uniform generator
+ * missed the depth-1 'same'-window bug that hypothesis found; this one
+ * finds it in 8 of the default 10000 cases.)
+ *
  * Input and output buffers sit against a PROT_NONE guard page (after the
  * last element in even cases, before the first in odd ones), so a kernel
  * reading or writing outside the tensor crashes the test.
@@ -111,6 +123,7 @@ typedef struct {
     int explicit_out;
     int64_t out[AP_MAX_SPATIAL];
     int64_t nx, ny;
+    int flavor; /* enum flavor (random cases) */
 } tcase;
 
 static int64_t prod(const tcase *c, const int64_t *s) {
@@ -119,43 +132,131 @@ static int64_t prod(const tcase *c, const int64_t *s) {
     return n;
 }
 
+/* Sizes next to multiples of 8 and 16 (vector tails of 4, 8 and 16 lanes). */
+static int64_t tail_size(void) {
+    static const int64_t t[] = {1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 23, 24, 25, 31, 32, 33, 47, 48, 49};
+    return t[tu_range(0, (int64_t)(sizeof t / sizeof t[0]) - 1)];
+}
+
+/* The kinds of random case, each weighted towards a path or an edge that a
+ * uniform draw rarely meets (a 'same' window on depth 1 was such a gap). */
+enum flavor {
+    F_GENERIC,   /* the original mix: any rank, small windows, strides 1-5   */
+    F_SAME,      /* 'same' windows < 8 on H / W: stride 1, pb + pe = k - 1   */
+    F_FULL,      /* windows as large as the padded input (global, one row)   */
+    F_WIDE,      /* windows wider than two vectors along W (running sums)    */
+    F_S2S4,      /* strides 2 and 4 with windows 2 to 4 (shuffle paths)      */
+    F_SEPARABLE, /* channels last, windows of more than 16 taps              */
+    F_FALLBACK,  /* row buffers past int32 indices (huge dilation, padding)  */
+    F_COUNT
+};
+static const char *const FLAVOR_NAMES[F_COUNT] = {"generic", "same", "full", "wide",
+                                                  "s2/s4",   "separable", "fallback"};
+
 /* A random valid case (retries until ap_*_output_sizes accepts it). */
 static void gen_case(tcase *c) {
     for (;;) {
         memset(c, 0, sizeof *c);
+        const double u = tu_uniform();
+        c->flavor = u < 0.40 ? F_GENERIC : u < 0.58 ? F_SAME : u < 0.66 ? F_FULL
+                  : u < 0.74 ? F_WIDE : u < 0.86 ? F_S2S4 : u < 0.96 ? F_SEPARABLE : F_FALLBACK;
         const int rank = (int)tu_range(1, 3);
         const int big = tu_chance(0.03); /* large enough for several threads */
         ap_tensor_desc *t = &c->t;
         t->rank = rank;
         t->layout = tu_chance(0.5) ? AP_LAYOUT_NHWC : AP_LAYOUT_NCHW;
+        if (c->flavor == F_SEPARABLE) t->layout = AP_LAYOUT_NHWC;
+        if (c->flavor == F_FALLBACK) t->layout = AP_LAYOUT_NCHW;
         t->batch = tu_chance(0.03) ? 0 : tu_range(1, 2);
         t->channels = t->layout == AP_LAYOUT_NHWC ? tu_range(1, 37) : tu_range(1, 5);
+        if (tu_chance(0.3)) t->channels = t->layout == AP_LAYOUT_NHWC ? tail_size() : tu_range(1, 3);
         for (int a = 0; a < rank; ++a)
             t->sizes[a] = rank == 1 ? tu_range(1, big ? 4000 : 80)
                         : rank == 2 ? tu_range(1, big ? 90 : 24)
                                     : tu_range(1, big ? 24 : 9);
         if (big && t->layout == AP_LAYOUT_NCHW) t->channels = tu_range(4, 12);
+        /* vector tails along W */
+        if (tu_chance(0.3)) t->sizes[rank - 1] = tail_size();
+        /* depth and / or height 1 */
+        if (rank == 3 && tu_chance(0.35)) t->sizes[0] = 1;
+        if (rank >= 2 && tu_chance(0.25)) t->sizes[rank - 2] = 1;
         c->dt = DTYPES[tu_range(0, 3)];
         c->threads = tu_chance(0.4) ? (int)tu_range(2, 3) : (int)tu_range(0, 1);
         c->specials = tu_chance(0.15) ? (int)tu_range(1, 3) : 0;
-        c->adaptive = tu_chance(0.25);
+        c->adaptive = c->flavor == F_GENERIC ? tu_chance(0.4)
+                    : c->flavor == F_FULL || c->flavor == F_SEPARABLE ? tu_chance(0.2) : 0;
         ap_status s;
         if (c->adaptive) {
             c->ad.rank = rank;
             for (int a = 0; a < rank; ++a)
-                c->ad.output_sizes[a] = tu_chance(0.1) ? t->sizes[a] : tu_range(1, t->sizes[a] + 2);
+                c->ad.output_sizes[a] = c->flavor == F_FULL ? 1
+                                      : tu_chance(0.1) ? t->sizes[a]
+                                                       : tu_range(1, t->sizes[a] + 2);
             s = ap_adaptive_output_sizes(&c->ad, t, c->out);
         } else {
             ap_pool_desc *d = &c->pd;
             d->rank = rank;
             for (int a = 0; a < rank; ++a) {
                 const int64_t in = t->sizes[a];
+                const int w_axis = a == rank - 1;
                 d->start_padding[a] = tu_chance(0.5) ? 0 : tu_range(0, 3);
                 d->end_padding[a] = tu_chance(0.5) ? 0 : tu_range(0, 3);
                 d->dilations[a] = tu_chance(0.2) ? tu_range(2, 3) : 1;
                 d->strides[a] = tu_chance(0.6) ? tu_range(1, 2) : tu_range(1, 5);
-                const int64_t padded = in + d->start_padding[a] + d->end_padding[a];
+                int64_t padded = in + d->start_padding[a] + d->end_padding[a];
                 d->window[a] = tu_chance(0.15) ? tu_range(1, padded) : tu_range(1, 5);
+                switch (c->flavor) {
+                case F_SAME: /* the depth axis of rank 3 keeps its random window */
+                    if (rank == 3 && a == 0 && tu_chance(0.5)) break;
+                    d->window[a] = tu_range(1, 7);
+                    d->strides[a] = d->dilations[a] = 1;
+                    d->start_padding[a] = tu_range(0, d->window[a] - 1);
+                    d->end_padding[a] = d->window[a] - 1 - d->start_padding[a];
+                    break;
+                case F_FULL:
+                    d->dilations[a] = 1;
+                    d->window[a] = padded;
+                    break;
+                case F_WIDE:
+                    if (w_axis) {
+                        d->strides[a] = tu_chance(0.7) ? 1 : tu_range(2, 3);
+                        d->dilations[a] = tu_chance(0.8) ? 1 : 2;
+                        t->sizes[a] = tu_range(34, 140);
+                        padded = t->sizes[a] + d->start_padding[a] + d->end_padding[a];
+                        d->window[a] = tu_range(9, padded < 70 ? padded : 70);
+                        if ((d->window[a] - 1) * d->dilations[a] + 1 > padded) d->dilations[a] = 1;
+                    } else if (tu_chance(0.5)) {
+                        d->window[a] = tu_range(1, padded < 12 ? padded : 12); /* tall: vertical running sums */
+                    }
+                    break;
+                case F_S2S4:
+                    d->strides[a] = tu_chance(0.5) ? 2 : 4;
+                    d->window[a] = tu_chance(0.5) ? 4 : tu_range(2, 3);
+                    d->dilations[a] = tu_chance(0.85) ? 1 : 2;
+                    if (w_axis && t->sizes[a] < 8) t->sizes[a] = tu_range(8, 45);
+                    break;
+                case F_SEPARABLE:
+                    d->window[a] = tu_range(rank == 1 ? 17 : 3, rank == 1 ? 40 : 7);
+                    if (t->sizes[a] + d->start_padding[a] + d->end_padding[a] < d->window[a])
+                        t->sizes[a] = d->window[a];
+                    break;
+                case F_FALLBACK:
+                    if (w_axis) {
+                        /* effective window 2^28 + 1 over a huge end padding,
+                         * or a huge stride over a huge start padding (few
+                         * taps either way: the reference walks every tap) */
+                        if (tu_chance(0.6)) {
+                            d->window[a] = 2, d->dilations[a] = INT64_C(1) << 28;
+                            d->end_padding[a] = INT64_C(1) << 28;
+                        } else {
+                            d->start_padding[a] = INT64_C(1) << 28;
+                            d->strides[a] = INT64_C(1) << tu_range(20, 30);
+                            d->window[a] = tu_range(1, 3), d->dilations[a] = 1;
+                        }
+                    }
+                    break;
+                default: break;
+                }
             }
             d->include_padding = tu_chance(0.5);
             d->count_overhang = tu_chance(0.2);
@@ -164,7 +265,8 @@ static void gen_case(tcase *c) {
                 if (d->divisor_override == 0) d->divisor_override = 7;
             }
             s = ap_pool_output_sizes(d, t, c->out);
-            if (s == AP_OK && tu_chance(0.25)) { /* explicit, around the floor rule */
+            if (s == AP_OK && c->flavor != F_SAME && tu_chance(0.25)) {
+                /* explicit, around the floor rule */
                 c->explicit_out = 1;
                 for (int a = 0; a < rank; ++a) {
                     int64_t o = c->out[a] + tu_range(-1, 2);
@@ -279,6 +381,7 @@ typedef struct {
     long cases, adaptive, explicit_out, threaded, specials, outputs;
     long by_dtype[4], by_layout[2], by_rank[4];
     long by_path[AP_PATH_COUNT]; /* cases per kernel path (ap_explain_*) */
+    long by_flavor[F_COUNT];
     double worst_isa, worst_ref; /* largest error / bound seen */
 } stats;
 
@@ -402,6 +505,7 @@ static void check_case(const tcase *c, long ci, stats *st, int want_path) {
         ++t->by_dtype[dtype_index(c->dt)];
         ++t->by_layout[c->t.layout];
         ++t->by_rank[c->t.rank];
+        ++t->by_flavor[c->flavor];
         long bad = 0;
         for (int64_t i = 0; s == AP_OK && i < c->ny; ++i) {
             const double g = tu_get(c->dt, y, i);
@@ -574,10 +678,17 @@ int main(int argc, char **argv) {
                t->by_layout[1], t->by_rank[1], t->by_rank[2], t->by_rank[3], t->outputs,
                t->worst_ref);
         if (i > 0) printf(", vs scalar %.3f", t->worst_isa);
+        printf("\n    kinds:");
+        for (int f = 0; f < F_COUNT; ++f) printf(" %s %ld", FLAVOR_NAMES[f], t->by_flavor[f]);
         printf("\n    paths:");
-        for (int pth = 0; pth < AP_PATH_COUNT; ++pth)
-            if (t->by_path[pth]) printf(" %s %ld", PATH_NAMES[pth], t->by_path[pth]);
+        for (int pth = 0; pth < AP_PATH_COUNT; ++pth) printf(" %s %ld", PATH_NAMES[pth], t->by_path[pth]);
         printf("\n");
+        /* every path of a SIMD instruction set must have been exercised (a
+         * full run; a handful of cases or one rerun case cannot) */
+        if (i > 0 && only < 0 && ncases >= 2000)
+            for (int pth = 0; pth < AP_PATH_COUNT; ++pth)
+                CHECK(t->by_path[pth] > 0, "[%s] no random case took path %s", tu_isas[i],
+                      PATH_NAMES[pth]);
     }
     printf("ISA paths compared with scalar:");
     for (int i = 1; i < TU_N_ISAS; ++i)

@@ -5,7 +5,10 @@
  * the call succeeds, the output buffer is allocated to exactly the size the
  * core reported (so AddressSanitizer catches any write past it), and every
  * instruction-set path must agree with the scalar oracle. Sizes are mostly
- * small, sometimes huge or negative, to reach the overflow checks.
+ * small, sometimes huge or negative, to reach the overflow checks; a recipe
+ * byte (apply_recipe) steers a share of the inputs to each kernel path and
+ * to the edges that raw bytes rarely build. ap_*_check must agree with
+ * ap_*_output_sizes.
  *
  * Build and run: scripts/fuzz_c.sh [seconds]
  */
@@ -42,6 +45,83 @@ static int64_t take_size(reader *r) {
     }
     case 14: return (int64_t)(b & 15) * 17 + 16; /* 16..271 */
     default: return b & 15;
+    }
+}
+
+/* A size next to a multiple of 8 or 16 (vector tails of 4, 8 and 16 lanes). */
+static int64_t tail_size(reader *r) {
+    static const int64_t t[16] = {3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 24, 31, 32, 33, 47, 49};
+    return t[take8(r) & 15];
+}
+
+/* Reshape the fuzzer's descriptor towards a path or an edge that raw bytes
+ * rarely build (a 'same' window on depth 1 was such a gap): the recipe
+ * byte (the input's second), applied once the descriptor is read; the
+ * values it needs come last.
+ *   bits 0-2  0-1 as read; 2 'same' windows < 8 on the last two axes;
+ *             3 windows as large as the padded input; 4 strides 2 / 4 with
+ *             window 4 (2 or 3 sometimes); 5 a row buffer past int32
+ *             indices (dilation 2^28 over end padding 2^28); 6 a window
+ *             wider than two vectors along W; 7 channels last, windows of
+ *             more than 16 taps
+ *   bit 3     depth 1 (rank 3) and height 1 (rank >= 2, every other time)
+ *   bit 4     channels next to a multiple of 8 or 16
+ *   bit 5     W next to a multiple of 8 or 16 */
+static void apply_recipe(uint8_t b, reader *r, ap_tensor_desc *t, ap_pool_desc *d,
+                         ap_adaptive_desc *ad) {
+    const int rank = t->rank;
+    if (rank < 1 || rank > AP_MAX_SPATIAL) return;
+    const int w = rank - 1;
+    if (b & 8) {
+        if (rank == 3) t->sizes[0] = 1;
+        if (rank >= 2 && (b & 64)) t->sizes[rank - 2] = 1;
+    }
+    if (b & 16) t->channels = tail_size(r);
+    if (b & 32) t->sizes[w] = tail_size(r);
+    for (int a = 0; a < rank; ++a) {
+        const int64_t in = t->sizes[a];
+        if (in < 0 || in > 4096) continue; /* edge sizes stay as read (no overflow here) */
+        switch (b & 7) {
+        case 2: /* 'same': the depth axis of rank 3 keeps the fuzzer's window */
+            if (rank == 3 && a == 0) break;
+            d->window[a] = 1 + take8(r) % 7;
+            d->strides[a] = d->dilations[a] = 1;
+            d->start_padding[a] = take8(r) % d->window[a];
+            d->end_padding[a] = d->window[a] - 1 - d->start_padding[a];
+            d->output_sizes[a] = 0;
+            break;
+        case 3:
+            d->dilations[a] = 1;
+            d->window[a] = in + d->start_padding[a] + d->end_padding[a];
+            ad->output_sizes[a] = 1;
+            break;
+        case 4:
+            d->strides[a] = take8(r) & 1 ? 4 : 2;
+            d->window[a] = take8(r) & 3 ? 4 : 2 + (take8(r) & 1);
+            break;
+        case 5:
+            if (a == w) {
+                d->window[a] = 2, d->dilations[a] = (int64_t)1 << 28;
+                d->end_padding[a] = (int64_t)1 << 28;
+                d->output_sizes[a] = 0;
+            }
+            break;
+        case 6:
+            if (a == w) {
+                t->sizes[a] = 40 + take8(r) % 90;
+                d->window[a] = 33 + take8(r) % 8;
+                d->strides[a] = 1 + (take8(r) & 3) / 3;
+                d->dilations[a] = 1;
+            }
+            break;
+        case 7:
+            t->layout = AP_LAYOUT_NHWC;
+            d->window[a] = rank == 1 ? 17 + take8(r) % 16 : 3 + take8(r) % 4;
+            if (in + d->start_padding[a] + d->end_padding[a] < d->window[a])
+                t->sizes[a] = d->window[a];
+            break;
+        default: break;
+        }
     }
 }
 
@@ -87,6 +167,7 @@ static int same_values(const void *a, const void *b, size_t count, ap_dtype t) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     reader r = {data, size};
     const uint8_t mode = take8(&r);
+    const uint8_t recipe = take8(&r);
     const int adaptive = mode & 1;
     const ap_dtype dtype = (ap_dtype)((mode >> 1) & 3);
     ap_tensor_desc t;
@@ -116,6 +197,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     d.include_padding = flags & 1;
     d.count_overhang = (flags >> 1) & 1;
     d.divisor_override = (flags >> 2) & 1 ? (int64_t)(int8_t)take8(&r) : 0;
+    apply_recipe(recipe, &r, &t, &d, &ad);
 
     int64_t out[AP_MAX_SPATIAL];
     ap_status s = adaptive ? ap_adaptive_output_sizes(&ad, &t, out)
