@@ -3,7 +3,7 @@ ap_explain_adaptive); and the ``--explain`` syntax of ``python -m avgpool info``
 
 from __future__ import annotations
 
-from typing import Sequence, Union
+from typing import Any, Dict, Sequence, Union
 
 import ml_dtypes
 import numpy as np
@@ -13,14 +13,14 @@ from ._desc import AdaptiveAveragePoolingDesc, AveragePoolingDesc
 __all__ = ["explain", "explain_spec", "SPEC_HELP"]
 
 
-def _dtype(dtype) -> np.dtype:
+def _dtype(dtype: Any) -> np.dtype:
     if isinstance(dtype, str) and dtype.lower() in ("bfloat16", "bf16"):
         return np.dtype(ml_dtypes.bfloat16)
     return np.dtype(dtype)
 
 
 def explain(desc: Union[AveragePoolingDesc, AdaptiveAveragePoolingDesc, Sequence[int]],
-            input_shape: Sequence[int], *, layout: str = "NCHW", dtype="float32") -> str:
+            input_shape: Sequence[int], *, layout: str = "NCHW", dtype: Any = "float32") -> str:
     """The kernel path that pooling an input of ``input_shape`` (in ``layout``, of ``dtype``) with
     ``desc`` takes on the instruction set in use, and why, as one line, e.g.
     ``"isa avx2, layout NCHW, f32: rows-s2 (stride 2 along W, ...)"``; nothing is pooled.
@@ -60,7 +60,7 @@ _FLAGS = ("include_padding", "count_overhang")
 def explain_spec(spec: str) -> str:
     """:func:`explain` for a SPEC as ``python -m avgpool info --explain`` takes it (see
     ``SPEC_HELP``)."""
-    fields = {}
+    fields: Dict[str, Any] = {}
     for word in spec.replace(";", " ").split():
         key, sep, value = word.partition("=")
         key = key.strip().lower()
