@@ -22,6 +22,11 @@
  *                from row to row;
  *   scalar-fallback  rows whose buffer would need indices past int32 (the
  *                gathers' index width);
+ *   box          windows of more than 16 taps with stride 1 and dilation 1
+ *                along H and W, either layout, whose padded row of column
+ *                sums fits 256 K doubles: running sums cost a few adds per
+ *                output whatever the window (taken before rows-running and
+ *                nhwc-separable, which remain for other strides);
  *   nhwc-*       channels last sums channel vectors directly, unless a
  *                window has more than 16 taps and a padded (W, C) row fits
  *                a cached buffer (<= 1 M floats): then separably.
@@ -60,6 +65,30 @@ static int ap_same_flat_fits(const ap_plan *p) {
     return ah->in * aw->in <= 16384;
 }
 
+/* Large stride-1 windows along H and W whose float64 column-sum row
+ * (padded, times the channels of a row position) fits 256 K doubles.
+ * Channels first, float32 direct sums stay faster for windows up to 7 x 16
+ * (the rows paths), so there the box path starts at 8 rows or 17 columns. */
+static int ap_box_fits(const ap_plan *p) {
+    const ap_axis_plan *ad = &p->axis[0], *ah = &p->axis[1], *aw = &p->axis[2];
+    const int nhwc = p->layout == AP_LAYOUT_NHWC;
+    const int64_t C = nhwc ? p->channels : 1;
+    if (p->adaptive || ah->stride != 1 || aw->stride != 1 || ah->step != 1 || aw->step != 1)
+        return 0;
+    if (!nhwc && ah->window < 8 && aw->window <= 16) return 0;
+    return ad->window * ah->window * aw->window > 16 && p->row_len <= (1 << 18) / C;
+}
+
+static int ap_choose_box(ap_plan *p, char *why, size_t why_len) {
+    const ap_axis_plan *ad = &p->axis[0], *ah = &p->axis[1], *aw = &p->axis[2];
+    if (!ap_box_fits(p)) return 0;
+    p->path = AP_PATH_BOX, p->reason = "large stride-1 window";
+    AP_WHY("window %lld x %lld x %lld of more than 16 taps, stride 1 and dilation 1 along H and "
+           "W: float64 running column sums and row prefix sums",
+           (long long)ad->window, (long long)ah->window, (long long)aw->window);
+    return 1;
+}
+
 static const char *ap_vertical_why(const ap_plan *p) {
     return p->vertical_running ? "vertical: running sums, window height" : "vertical: direct sums, window height";
 }
@@ -89,6 +118,7 @@ ap_path ap_choose_path(ap_plan *p, int lanes, char *why, size_t why_len) {
     if (s && (OW - 1) * s + (k - 1) * d + 1 > p->row_len) p->row_len = (OW - 1) * s + (k - 1) * d + 1;
 
     if (p->layout == AP_LAYOUT_NHWC) {
+        if (ap_choose_box(p, why, why_len)) return p->path;
         const int64_t taps = ad->window * ah->window * aw->window, C = p->channels;
         if (taps > 16 && p->row_len <= (1 << 20) / C) {
             p->path = AP_PATH_NHWC_SEPARABLE, p->reason = "window of more than 16 taps";
@@ -125,6 +155,7 @@ ap_path ap_choose_path(ap_plan *p, int lanes, char *why, size_t why_len) {
                (long long)ah->window, (long long)aw->window, (long long)ah->in, (long long)aw->in);
         return p->path;
     }
+    if (ap_choose_box(p, why, why_len)) return p->path;
     /* The gathers index the row buffer with int32: bound row_len and the
      * vector-rounded output row first (their sum could overflow int64 for a
      * huge padding), then the buffer with its slack (the widest vector read

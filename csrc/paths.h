@@ -28,7 +28,10 @@
       "channels last, small windows (or rows too long for a cached buffer): channel "      \
       "vectors summed over the taps")                                                      \
     X(NHWC_SEPARABLE, "nhwc-separable",                                                    \
-      "channels last, windows of more than 16 taps: vertical then horizontal sums")
+      "channels last, windows of more than 16 taps: vertical then horizontal sums")        \
+    X(BOX, "box",                                                                          \
+      "either layout, windows of more than 16 taps with stride 1 and dilation 1 along H "  \
+      "and W: float64 running column sums and row prefix sums (a few adds per output)")
 
 #define AP_PATH_ENUM_(suffix, name, when) AP_PATH_##suffix,
 typedef enum ap_path { AP_PATHS(AP_PATH_ENUM_) AP_PATH_COUNT } ap_path;

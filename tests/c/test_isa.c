@@ -580,10 +580,22 @@ static int path_cases(tcase *cases, int *paths) {
     paths[n] = AP_PATH_ROWS_S4K4;
     cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 3, SZ(12, 37), SZ(4, 4), SZ(4, 4), NULL, SZ(0, 3),
                             NULL);
-    /* rows-running: window width 40 > 2 x 16 lanes; 9 rows tall (vertical running sums) */
+    /* rows-running: window width 40 > 2 x 16 lanes; 9 rows tall (vertical running sums);
+     * stride 2 along H, else box */
     paths[n] = AP_PATH_ROWS_RUNNING;
-    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 2, SZ(12, 100), SZ(9, 40), NULL, SZ(2, 3),
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 2, SZ(12, 100), SZ(9, 40), SZ(2, 1), SZ(2, 3),
                             SZ(2, 3), NULL);
+    /* box: 9 x 9 stride 1 on 150 rows (3 bands of 72), 1 channel per row position */
+    paths[n] = AP_PATH_BOX;
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 2, SZ(150, 50), SZ(9, 9), NULL, SZ(4, 4),
+                            SZ(4, 4), NULL);
+    /* box, channels last: 3 channels (interleaved segments) and 7 (channel loops) */
+    paths[n] = AP_PATH_BOX;
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NHWC, 1, 3, SZ(30, 40), SZ(5, 5), NULL, SZ(2, 2),
+                            SZ(2, 2), NULL);
+    paths[n] = AP_PATH_BOX;
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NHWC, 2, 7, SZ(20, 25), SZ(5, 5), NULL, SZ(3, 3),
+                            SZ(1, 1), NULL);
     /* rows-gather: stride 3, dilation 2 along W */
     paths[n] = AP_PATH_ROWS_GATHER;
     cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 2, SZ(15, 29), SZ(3, 3), SZ(3, 3), SZ(1, 1),
@@ -597,9 +609,10 @@ static int path_cases(tcase *cases, int *paths) {
     paths[n] = AP_PATH_NHWC_DIRECT;
     cases[n++] = fixed_pool(2, AP_LAYOUT_NHWC, 1, 19, SZ(9, 10), SZ(3, 3), NULL, SZ(1, 1), SZ(1, 1),
                             NULL);
-    /* nhwc-separable: 5 x 5 windows (25 taps), stride 1 (sliding sums), 21 channels */
+    /* nhwc-separable: 5 x 5 windows (25 taps), stride 1 along W (sliding sums), 2 along H
+     * (else box), 21 channels */
     paths[n] = AP_PATH_NHWC_SEPARABLE;
-    cases[n++] = fixed_pool(2, AP_LAYOUT_NHWC, 2, 21, SZ(12, 14), SZ(5, 5), NULL, SZ(2, 2),
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NHWC, 2, 21, SZ(12, 14), SZ(5, 5), SZ(2, 1), SZ(2, 2),
                             SZ(2, 2), NULL);
     /* nhwc-separable, stride 2: direct horizontal sums */
     paths[n] = AP_PATH_NHWC_SEPARABLE;
