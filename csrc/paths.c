@@ -8,8 +8,8 @@
  * themselves. ap_explain_* runs it with a buffer for the reason.
  *
  * The thresholds, and why:
- *   global       one window per plane covering all of it: a plain
- *                streaming sum, no row buffer;
+ *   global       one window per plane covering all of it (either layout):
+ *                a plain streaming sum, no row buffer;
  *   same-flat    'same' windows < 8 on planes <= 16384 elements: the whole
  *                plane's vertical and horizontal sums are flat loops (no
  *                per-row overhead, which dominates small planes);
@@ -118,6 +118,13 @@ ap_path ap_choose_path(ap_plan *p, int lanes, char *why, size_t why_len) {
     if (s && (OW - 1) * s + (k - 1) * d + 1 > p->row_len) p->row_len = (OW - 1) * s + (k - 1) * d + 1;
 
     if (p->layout == AP_LAYOUT_NHWC) {
+        if (ap_is_global(p)) {
+            p->path = AP_PATH_GLOBAL, p->reason = "one window covers each plane";
+            AP_WHY("one window covers each whole plane of %lld x %lld x %lld: channel blocks "
+                   "summed in registers over every position",
+                   (long long)ad->in, (long long)ah->in, (long long)aw->in);
+            return p->path;
+        }
         if (ap_choose_box(p, why, why_len)) return p->path;
         const int64_t taps = ad->window * ah->window * aw->window, C = p->channels;
         if (taps > 16 && p->row_len <= (1 << 20) / C) {

@@ -13,7 +13,7 @@
     X(SCALAR, "scalar", "the scalar kernels: scalar instruction set, or float64")          \
     X(SCALAR_FALLBACK, "scalar-fallback",                                                  \
       "SIMD, channels first, a row buffer too long for int32 gather indices")              \
-    X(GLOBAL, "global", "channels first, one window covering each whole plane")            \
+    X(GLOBAL, "global", "either layout, one window covering each whole plane")             \
     X(SAME_FLAT, "same-flat",                                                              \
       "channels first, 'same' windows < 8 (stride 1, output = input) on planes of at "     \
       "most 16384 elements with a trivial depth axis: whole planes at once")               \

@@ -28,6 +28,9 @@ BIG = 2**28  # positions past int32 row-buffer indices
 CASES = {
     "global": ("global", "NCHW", (2, 3, 9, 11), dict(window_size=(9, 11)), None),
     "global-adaptive": ("global", "NCHW", (1, 4, 7, 5, 6), None, (1, 1, 1)),
+    # channels last: blocks of 8 vectors of channels and a tail (AVX2 and AVX-512 widths)
+    "global-nhwc": ("global", "NHWC", (2, 9, 11, 300), dict(window_size=(9, 11)), None),
+    "global-nhwc-adaptive": ("global", "NHWC", (1, 5, 7, 6, 70), None, (1, 1, 1)),
     "same-flat": ("same-flat", "NCHW", (1, 2, 10, 12),
                   dict(window_size=(3, 3), start_padding=(1, 1), end_padding=(1, 1)), None),
     "same-flat-depth1": ("same-flat", "NCHW", (1, 3, 1, 9, 17),

@@ -565,6 +565,10 @@ static int path_cases(tcase *cases, int *paths) {
     /* global: one window over each 9 x 11 plane */
     paths[n] = AP_PATH_GLOBAL;
     cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 2, 3, SZ(9, 11), SZ(9, 11), NULL, NULL, NULL, NULL);
+    /* global, channels last: 300 channels, blocks of 8 vectors and a tail */
+    paths[n] = AP_PATH_GLOBAL;
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NHWC, 2, 300, SZ(9, 11), SZ(9, 11), NULL, NULL, NULL,
+                            NULL);
     /* same-flat: 3 x 3 'same' windows on a 10 x 12 plane */
     paths[n] = AP_PATH_SAME_FLAT;
     cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 2, SZ(10, 12), SZ(3, 3), NULL, SZ(1, 1),
