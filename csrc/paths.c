@@ -27,9 +27,12 @@
  *                sums fits 256 K doubles: running sums cost a few adds per
  *                output whatever the window (taken before rows-running and
  *                nhwc-separable, which remain for other strides);
- *   nhwc-*       channels last sums channel vectors directly, unless a
- *                window has more than 16 taps and a padded (W, C) row fits
- *                a cached buffer (<= 1 M floats): then separably.
+ *   nhwc-*       channels last sums channel vectors directly, over a row
+ *                of column sums when windows are 2+ rows tall and overlap
+ *                along W, unless a window has more than 16 taps and a
+ *                padded (W, C) row fits a cached buffer (<= 1 M floats):
+ *                then separably; windows of more than AP_NHWC_MAX_TAPS
+ *                taps with longer rows take the scalar kernel.
  */
 #include <stdio.h>
 
@@ -95,7 +98,7 @@ static const char *ap_vertical_why(const ap_plan *p) {
 
 ap_path ap_choose_path(ap_plan *p, int lanes, char *why, size_t why_len) {
     const ap_axis_plan *ad = &p->axis[0], *ah = &p->axis[1], *aw = &p->axis[2];
-    p->vertical_running = p->horizontal_running = 0;
+    p->vertical_running = p->horizontal_running = p->nhwc_rowsums = 0;
     p->row_off = p->row_len = p->row_buflen = 0;
     if (p->batch == 0 || p->channels == 0) {
         p->path = AP_PATH_NONE, p->reason = "no output element";
@@ -126,7 +129,11 @@ ap_path ap_choose_path(ap_plan *p, int lanes, char *why, size_t why_len) {
             return p->path;
         }
         if (ap_choose_box(p, why, why_len)) return p->path;
-        const int64_t taps = ad->window * ah->window * aw->window, C = p->channels;
+        const int64_t C = p->channels;
+        int64_t taps;
+        if (ap_mul_overflow(ad->window, ah->window, &taps) ||
+            ap_mul_overflow(taps, aw->window, &taps))
+            taps = INT64_MAX;
         if (taps > 16 && p->row_len <= (1 << 20) / C) {
             p->path = AP_PATH_NHWC_SEPARABLE, p->reason = "window of more than 16 taps";
             /* wide stride-1 windows slide along W */
@@ -136,15 +143,20 @@ ap_path ap_choose_path(ap_plan *p, int lanes, char *why, size_t why_len) {
                    (long long)taps, (long long)p->row_len, (long long)C,
                    p->horizontal_running ? "sliding sums" : "direct sums", (long long)s,
                    (long long)d, (long long)k);
+        } else if (taps > AP_NHWC_MAX_TAPS) {
+            p->path = AP_PATH_SCALAR_FALLBACK, p->reason = "large window, rows too long to buffer";
+            AP_WHY("window of %lld taps > %d, but a padded (W, C) row of %lld x %lld floats > 1 M",
+                   (long long)taps, AP_NHWC_MAX_TAPS, (long long)p->row_len, (long long)C);
         } else {
             p->path = AP_PATH_NHWC_DIRECT, p->reason = taps > 16 ? "row too long to buffer"
                                                                 : "window of at most 16 taps";
-            if (taps > 16)
-                AP_WHY("window of %lld taps, but a padded (W, C) row of %lld x %lld floats > 1 M",
-                       (long long)taps, (long long)p->row_len, (long long)C);
-            else
-                AP_WHY("window of %lld taps <= 16: channel vectors summed over the taps",
-                       (long long)taps);
+            /* column sums pay when windows are 2+ rows tall and overlap along W */
+            p->nhwc_rowsums = ad->window * ah->window >= 2 && (s == 0 || s < k) &&
+                              aw->in <= (1 << 20) / C;
+            AP_WHY("window of %lld taps%s: channel vectors summed over the taps%s", (long long)taps,
+                   taps > 16 ? " (a padded (W, C) row > 1 M floats)" : " <= 16",
+                   p->nhwc_rowsums ? " of a row of column sums (windows 2+ rows tall, "
+                                     "overlapping along W)" : " of the input");
         }
         return p->path;
     }

@@ -12,7 +12,8 @@
     X(NONE, "none", "batch or channels 0: no output element, no kernel runs")              \
     X(SCALAR, "scalar", "the scalar kernels: scalar instruction set, or float64")          \
     X(SCALAR_FALLBACK, "scalar-fallback",                                                  \
-      "SIMD, channels first, a row buffer too long for int32 gather indices")              \
+      "SIMD, channels first, a row buffer too long for int32 gather indices; channels "    \
+      "last, a window of more than AP_NHWC_MAX_TAPS taps whose rows are too long to buffer") \
     X(GLOBAL, "global", "either layout, one window covering each whole plane")             \
     X(SAME_FLAT, "same-flat",                                                              \
       "channels first, 'same' windows < 8 (stride 1, output = input) on planes of at "     \
@@ -32,6 +33,9 @@
     X(BOX, "box",                                                                          \
       "either layout, windows of more than 16 taps with stride 1 and dilation 1 along H "  \
       "and W: float64 running column sums and row prefix sums (a few adds per output)")
+
+/* nhwc-direct lists a window's taps in an array of this many pointers. */
+#define AP_NHWC_MAX_TAPS 64
 
 #define AP_PATH_ENUM_(suffix, name, when) AP_PATH_##suffix,
 typedef enum ap_path { AP_PATHS(AP_PATH_ENUM_) AP_PATH_COUNT } ap_path;

@@ -45,6 +45,8 @@ typedef struct ap_plan {
                                    row to row (tall windows), else direct
                                    sums in groups of rows                   */
     int horizontal_running;     /* nhwc-separable: sliding sums along W     */
+    int nhwc_rowsums;           /* nhwc-direct: an output row's window rows
+                                   summed into a (W, C) row first           */
     int64_t row_off;            /* rows paths and nhwc-separable: input
                                    position q at row buffer position
                                    row_off + q (uniform windows read their

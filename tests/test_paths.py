@@ -54,8 +54,18 @@ CASES = {
     "rows-gather-adaptive": ("rows-gather", "NCHW", (2, 3, 13, 17), None, (5, 7)),
     "int32-fallback": ("scalar-fallback", "NCHW", (1, 3, 5),
                        dict(window_size=(2,), dilations=(BIG,), end_padding=(BIG,)), None),
+    # 3 x 3 stride 1: over a row of column sums; stride 3 (no overlap): over the input
     "nhwc-direct": ("nhwc-direct", "NHWC", (1, 9, 10, 19),
                     dict(window_size=(3, 3), start_padding=(1, 1), end_padding=(1, 1)), None),
+    "nhwc-direct-input": ("nhwc-direct", "NHWC", (2, 10, 11, 37),
+                          dict(window_size=(3, 3), strides=(3, 3), start_padding=(1, 1),
+                               dilations=(1, 2)), None),
+    "nhwc-direct-2x2": ("nhwc-direct", "NHWC", (1, 8, 9, 70),
+                        dict(window_size=(2, 2), strides=(2, 2), end_padding=(0, 1)), None),
+    # more than 64 taps (stride 2, so not box) on a (W, C) row of 129 x 9000 > 1 M floats
+    "nhwc-fallback": ("scalar-fallback", "NHWC", (1, 1, 1, 9000),
+                      dict(window_size=(1, 65), strides=(1, 2), start_padding=(0, 64),
+                           end_padding=(0, 64)), None),
     "nhwc-separable": ("nhwc-separable", "NHWC", (2, 12, 14, 21),
                        dict(window_size=(5, 5), strides=(2, 1), start_padding=(2, 2),
                             end_padding=(2, 2)), None),

@@ -613,6 +613,14 @@ static int path_cases(tcase *cases, int *paths) {
     paths[n] = AP_PATH_NHWC_DIRECT;
     cases[n++] = fixed_pool(2, AP_LAYOUT_NHWC, 1, 19, SZ(9, 10), SZ(3, 3), NULL, SZ(1, 1), SZ(1, 1),
                             NULL);
+    /* nhwc-direct over the input: stride 3 windows do not overlap */
+    paths[n] = AP_PATH_NHWC_DIRECT;
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NHWC, 2, 37, SZ(10, 11), SZ(3, 3), SZ(3, 3), SZ(1, 1),
+                            NULL, SZ(1, 2));
+    /* scalar-fallback, channels last: 65 taps on a (W, C) row of 129 x 9000 > 1 M floats */
+    paths[n] = AP_PATH_SCALAR_FALLBACK;
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NHWC, 1, 9000, SZ(1, 1), SZ(1, 65), SZ(1, 2), SZ(0, 64),
+                            SZ(0, 64), NULL);
     /* nhwc-separable: 5 x 5 windows (25 taps), stride 1 along W (sliding sums), 2 along H
      * (else box), 21 channels */
     paths[n] = AP_PATH_NHWC_SEPARABLE;
