@@ -18,8 +18,9 @@
  *                2 (even/odd shuffles), window 4 stride 4 (shuffles), a
  *                running sum when a stride-1 window is wider than two
  *                vectors (cost independent of k), gathers otherwise;
- *                vertically, windows 8 or more rows tall carry their sums
- *                from row to row;
+ *                vertically, windows 8 or more rows tall that move by less
+ *                than a sixth of their height carry their sums from row
+ *                to row;
  *   scalar-fallback  rows whose buffer would need indices past int32 (the
  *                gathers' index width);
  *   box          windows of more than 16 taps with stride 1 and dilation 1
@@ -92,8 +93,18 @@ static int ap_choose_box(ap_plan *p, char *why, size_t why_len) {
     return 1;
 }
 
-static const char *ap_vertical_why(const ap_plan *p) {
-    return p->vertical_running ? "vertical: running sums, window height" : "vertical: direct sums, window height";
+/* The vertical half of a rows path's reason, into buf. */
+static const char *ap_vertical_why(const ap_plan *p, int64_t hstep, char *buf, size_t len) {
+    const long long kh = (long long)p->axis[1].window;
+    if (p->vertical_running)
+        snprintf(buf, len, "vertical: running sums, window height %lld >= 8 moving by %lld < "
+                 "height / 6", kh, (long long)hstep);
+    else if (kh < 8)
+        snprintf(buf, len, "vertical: direct sums, window height %lld < 8", kh);
+    else
+        snprintf(buf, len, "vertical: direct sums, window height %lld moving by %lld >= "
+                 "height / 6", kh, (long long)hstep);
+    return buf;
 }
 
 ap_path ap_choose_path(ap_plan *p, int lanes, char *why, size_t why_len) {
@@ -188,38 +199,38 @@ ap_path ap_choose_path(ap_plan *p, int lanes, char *why, size_t why_len) {
                (long long)p->row_len, (long long)OW);
         return p->path;
     }
-    p->vertical_running = ah->window >= 8;
-    const long long kh = (long long)ah->window;
-    const char *vop = p->vertical_running ? ">=" : "<";
+    /* Compensated running sums cost about 3 row passes per row entering or
+     * leaving: they pay for windows 8+ rows tall that move by less than a
+     * sixth of their height (adaptive windows of varying height move by
+     * about in / out). */
+    const int64_t hstep = ah->stride ? ah->stride : (ah->in + ah->out - 1) / ah->out;
+    p->vertical_running = ah->window >= 8 && hstep * 6 < ah->window;
+    char vbuf[120];
+    const char *vwhy = why ? ap_vertical_why(p, hstep, vbuf, sizeof vbuf) : "";
     if (s == 1 && d == 1 && k > 2 * lanes) {
         p->path = AP_PATH_ROWS_RUNNING, p->reason = "wide stride-1 window";
-        AP_WHY("stride 1 along W, window width %lld > 2 x %d lanes: running sums; %s %lld %s 8",
-               (long long)k, lanes, ap_vertical_why(p), kh, vop);
+        AP_WHY("stride 1 along W, window width %lld > 2 x %d lanes: running sums; %s",
+               (long long)k, lanes, vwhy);
     } else if (s == 1) {
         p->path = AP_PATH_ROWS_S1, p->reason = "stride 1 along W";
-        AP_WHY("stride 1 along W, window width %lld, dilation %lld%s; %s %lld %s 8", (long long)k,
-               (long long)d, d == 1 && k == 3 ? " (3 taps unrolled)" : "", ap_vertical_why(p), kh,
-               vop);
+        AP_WHY("stride 1 along W, window width %lld, dilation %lld%s; %s", (long long)k,
+               (long long)d, d == 1 && k == 3 ? " (3 taps unrolled)" : "", vwhy);
     } else if (s == 2) {
         p->path = AP_PATH_ROWS_S2, p->reason = "stride 2 along W";
-        AP_WHY("stride 2 along W, window width %lld, dilation %lld%s; %s %lld %s 8", (long long)k,
-               (long long)d, d == 1 && (k == 2 || k == 3) ? " (taps unrolled)" : "",
-               ap_vertical_why(p), kh, vop);
+        AP_WHY("stride 2 along W, window width %lld, dilation %lld%s; %s", (long long)k,
+               (long long)d, d == 1 && (k == 2 || k == 3) ? " (taps unrolled)" : "", vwhy);
     } else if (s == 4 && k == 4 && d == 1) {
         p->path = AP_PATH_ROWS_S4K4, p->reason = "window 4, stride 4 along W";
-        AP_WHY("window 4, stride 4 along W: pair sums by shuffles; %s %lld %s 8",
-               ap_vertical_why(p), kh, vop);
+        AP_WHY("window 4, stride 4 along W: pair sums by shuffles; %s", vwhy);
     } else {
         p->path = AP_PATH_ROWS_GATHER, p->reason = s ? "stride along W without shuffles"
                                                      : "windows of varying length along W";
         if (s)
-            AP_WHY("stride %lld along W (window width %lld, dilation %lld): masked gathers; %s "
-                   "%lld %s 8",
-                   (long long)s, (long long)k, (long long)d, ap_vertical_why(p), kh, vop);
+            AP_WHY("stride %lld along W (window width %lld, dilation %lld): masked gathers; %s",
+                   (long long)s, (long long)k, (long long)d, vwhy);
         else
-            AP_WHY("adaptive windows of varying length along W (%lld -> %lld): masked gathers; "
-                   "%s %lld %s 8",
-                   (long long)aw->in, (long long)OW, ap_vertical_why(p), kh, vop);
+            AP_WHY("adaptive windows of varying length along W (%lld -> %lld): masked gathers; %s",
+                   (long long)aw->in, (long long)OW, vwhy);
     }
     return p->path;
 }
