@@ -1,9 +1,20 @@
-"""``python -m avgpool bench``: avgpool against PyTorch, ONNX Runtime and OpenVINO in one run.
+"""``python -m avgpool bench``: avgpool against the fastest CPU implementations in one run.
+
+Peers: TFLite / LiteRT (``ai-edge-litert``, whose CPU kernels are XNNPACK's; channels last, only
+the paddings SAME and VALID, float32), OpenCV (``cv2.boxFilter``: 2-D stride-1 'same' windows
+with include pad; at most 128 channels channels last), SciPy (``ndimage.uniform_filter``, the
+same windows), PyTorch, ONNX Runtime and OpenVINO. A peer runs the cases it can express and
+shows ``-`` elsewhere; a peer known to take seconds on a case is skipped there (``Case.skip``).
 
 Every case runs avgpool and each installed peer with the same thread count, checks that all
 outputs agree, then times them (median and min over repeats). GB/s counts the input read once
 and the output written once; ``%bw`` compares that with a large copy measured in the same run.
-``ratio`` is the fastest peer's median over avgpool's (> 1: avgpool is faster).
+``ratio`` is the fastest peer's median over avgpool's (> 1: avgpool is faster); avgpool's time
+is the better of its plain call and, where ``avgpool.compile_operator`` exists, the compiled
+operator's call (column ``avgpool-op``).
+
+``--contended`` times every implementation a second time with a busy process pinned to the
+last core (another program competing for the machine) and reports each one's slowdown.
 
 avgpool writes into an output buffer allocated once (``out=``), as an inference loop would and as
 OpenVINO's reused infer request does; ``--alloc`` makes it allocate per call instead, like torch and
@@ -18,14 +29,16 @@ line per case goes to stderr instead.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import statistics
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
@@ -54,6 +67,7 @@ class Case:
     output_size: Tuple[int, ...] = ()
     dtype: str = "float32"
     quick: bool = True                  # part of --quick
+    skip: Tuple[str, ...] = ()          # peers that take seconds here: not timed
 
     @property
     def rank(self) -> int:
@@ -66,7 +80,15 @@ def _pool(id, shape, k, s, p=0, **kw):
     return Case(id, shape, "pool", (k,) * r, (s,) * r, (p,) * r, (d,) * r, **kw)
 
 
+def _box(id, shape, k, **kw):
+    """A box filter: stride 1, 'same' size (odd k, padding k // 2), padding counted."""
+    return _pool(id, shape, k, 1, k // 2, count_include_pad=True, **kw)
+
+
 CASES: List[Case] = [
+    # tiny calls: the per-call cost decides
+    Case("global-1x64x7x7", (1, 64, 7, 7), "global"),
+    _pool("3x3s1p1-1x64x7x7", (1, 64, 7, 7), 3, 1, 1),
     Case("global-1x2048x7x7", (1, 2048, 7, 7), "global"),
     Case("global-32x2048x7x7", (32, 2048, 7, 7), "global"),
     _pool("3x3s1p1-1x192x35x35", (1, 192, 35, 35), 3, 1, 1),
@@ -77,6 +99,12 @@ CASES: List[Case] = [
     _pool("1d-k4s4-32x256x4096", (32, 256, 4096), 4, 4),
     _pool("3d-2x2x2s2-2x64x16x56x56", (2, 64, 16, 56, 56), 2, 2),
     _pool("15x15s1p7-1x32x256x256", (1, 32, 256, 256), 15, 1, 7),
+    # box filters (OpenCV's and SciPy's domain): an RGB image, a large window on a raster
+    _box("box15x15-1x32x256x256", (1, 32, 256, 256), 15),
+    _box("box5x5-1x3x1080x1920", (1, 3, 1080, 1920), 5),
+    # torch, onnxruntime and openvino take seconds per call here (no running sums)
+    _box("box31x31-1x1x2048x2048", (1, 1, 2048, 2048), 31,
+         skip=("torch", "onnxruntime", "openvino")),
     Case("adaptive-1x512x13x13-7x7", (1, 512, 13, 13), "adaptive", output_size=(7, 7)),
     Case("adaptive-32x512x14x14-7x7", (32, 512, 14, 14), "adaptive", output_size=(7, 7)),
     Case("adaptive-8x256x100x100-6x6", (8, 256, 100, 100), "adaptive", output_size=(6, 6)),
@@ -95,24 +123,39 @@ def _to_layout(x: np.ndarray, layout: str) -> np.ndarray:
     return x if layout == "NCHW" else np.ascontiguousarray(np.moveaxis(x, 1, -1))
 
 
+def _avgpool_desc(case: Case) -> Any:
+    """The case's AveragePoolingDesc or AdaptiveAveragePoolingDesc."""
+    if case.kind == "pool":
+        return avgpool.AveragePoolingDesc(
+            case.kernel, case.stride, case.pad, case.pad, case.dilation,
+            include_padding=case.count_include_pad, output_sizes=_pool_output_sizes(case))
+    sizes = case.output_size if case.kind == "adaptive" else (1,) * case.rank
+    return avgpool.AdaptiveAveragePoolingDesc(sizes)
+
+
 def _avgpool_fn(case: Case, x: np.ndarray, layout: str, threads: int, reuse_out: bool) -> Callable:
     """avgpool on this case; with reuse_out the output buffer is allocated once and passed as
     ``out=`` (as OpenVINO's reused infer request keeps its output), else every call allocates."""
     xl = _to_layout(x, layout)
-    desc: Any  # AveragePoolingDesc or AdaptiveAveragePoolingDesc, matching pool
-    pool: Callable[..., Any]
-    if case.kind == "pool":
-        desc = avgpool.AveragePoolingDesc(
-            case.kernel, case.stride, case.pad, case.pad, case.dilation,
-            include_padding=case.count_include_pad,
-            output_sizes=_pool_output_sizes(case))
-        pool = avgpool.average_pool
-    else:
-        sizes = case.output_size if case.kind == "adaptive" else (1,) * case.rank
-        desc = avgpool.AdaptiveAveragePoolingDesc(sizes)
-        pool = avgpool.adaptive_average_pool
+    desc = _avgpool_desc(case)
+    pool: Callable[..., Any] = (avgpool.average_pool if case.kind == "pool"
+                                else avgpool.adaptive_average_pool)
     out = np.empty(desc.output_shape(xl.shape, layout), xl.dtype) if reuse_out else None
     return lambda: pool(xl, desc, layout=layout, out=out, num_threads=threads)
+
+
+def _avgpool_op_fn(case: Case, x: np.ndarray, layout: str, threads: int,
+                   reuse_out: bool) -> Optional[Callable]:
+    """The compiled operator (``avgpool.compile_operator``, when this version has it): the
+    plan made once, each call checks the array and runs it."""
+    compile_operator = getattr(avgpool, "compile_operator", None)
+    if compile_operator is None:
+        return None
+    xl = _to_layout(x, layout)
+    op = compile_operator(_avgpool_desc(case), xl.shape, xl.dtype, layout=layout,
+                          num_threads=threads)
+    out = np.empty(op.output_shape, xl.dtype) if reuse_out else None
+    return lambda: op(xl, out=out)
 
 
 def _pool_output_sizes(case: Case) -> Tuple[int, ...]:
@@ -216,8 +259,171 @@ def _openvino_fn(case: Case, x: np.ndarray, layout: str, threads: int) -> Option
     return call
 
 
-PEERS: Dict[str, Callable] = {"torch": _torch_fn, "onnxruntime": _ort_fn, "openvino": _openvino_fn}
-_PEER_MODULES = {"torch": "torch", "onnxruntime": "onnxruntime", "openvino": "openvino"}
+def _tflite_padding(case: Case) -> Optional[str]:
+    """'VALID' or 'SAME' when TFLite's padding gives exactly this case's windows, else None.
+
+    TFLite's SAME has ceil(in / s) outputs, pads ``max((out - 1) s + k - in, 0)`` in total with
+    the smaller half first, and leaves padding out of the divisor; VALID pads nothing."""
+    if case.count_include_pad or any(d != 1 for d in case.dilation):
+        return None
+    outs = _pool_output_sizes(case)
+    spatial = case.shape[2:]
+    if all(p == 0 for p in case.pad) and outs == tuple(
+            (n - k) // s + 1 for n, k, s in zip(spatial, case.kernel, case.stride)):
+        return "VALID"
+    for n, k, s, p, o in zip(spatial, case.kernel, case.stride, case.pad, outs):
+        total = max((o - 1) * s + k - n, 0)
+        if o != -(-n // s) or p != total // 2:
+            return None
+    return "SAME"
+
+
+def _tflite_model(case: Case, shape_nhwc: Tuple[int, ...]) -> Optional[bytes]:
+    """A one-operator TFLite flatbuffer: AVERAGE_POOL_2D, or MEAN over the spatial axes."""
+    import flatbuffers
+    from ai_edge_litert import schema_py_generated as tfl
+
+    n, h, w, c = shape_nhwc
+    sizes = case.output_size if case.kind == "adaptive" else ()
+    kernel, stride, padding = case.kernel, case.stride, None
+    if case.kind == "pool":
+        padding = _tflite_padding(case)
+        if padding is None:
+            return None
+    elif case.kind == "adaptive":  # divisible: a VALID pool with k = s = in / out
+        if any(i % o for i, o in zip(case.shape[2:], sizes)):
+            return None
+        kernel = stride = tuple(i // o for i, o in zip(case.shape[2:], sizes))
+        padding = "VALID"
+    if case.rank == 1:  # 1-D as H = 1
+        kernel, stride = (1,) + tuple(kernel), (1,) + tuple(stride)
+
+    def tensor(name: str, shape: Tuple[int, ...], buffer: int, kind: int) -> Any:
+        t = tfl.TensorT()
+        t.name, t.shape, t.buffer, t.type = name, list(shape), buffer, kind
+        return t
+
+    buffers = [tfl.BufferT() for _ in range(3)]
+    op, code = tfl.OperatorT(), tfl.OperatorCodeT()
+    op.opcodeIndex, op.inputs, op.outputs = 0, [0], [1]
+    if case.kind == "global":
+        axes = tfl.BufferT()
+        axes.data = np.array([1, 2], np.int32).tobytes()
+        buffers.append(axes)
+        tensors = [tensor("x", shape_nhwc, 1, tfl.TensorType.FLOAT32),
+                   tensor("y", (n, 1, 1, c), 2, tfl.TensorType.FLOAT32),
+                   tensor("axes", (2,), 3, tfl.TensorType.INT32)]
+        op.inputs = [0, 2]
+        opts: Any = tfl.ReducerOptionsT()
+        opts.keepDims = True
+        op.builtinOptionsType, op.builtinOptions = tfl.BuiltinOptions.ReducerOptions, opts
+        code.builtinCode = code.deprecatedBuiltinCode = tfl.BuiltinOperator.MEAN
+    else:
+        if padding == "SAME":
+            oh, ow = -(-h // stride[0]), -(-w // stride[1])
+        else:
+            oh, ow = (h - kernel[0]) // stride[0] + 1, (w - kernel[1]) // stride[1] + 1
+        tensors = [tensor("x", shape_nhwc, 1, tfl.TensorType.FLOAT32),
+                   tensor("y", (n, oh, ow, c), 2, tfl.TensorType.FLOAT32)]
+        opts = tfl.Pool2DOptionsT()
+        opts.padding = tfl.Padding.SAME if padding == "SAME" else tfl.Padding.VALID
+        opts.strideH, opts.strideW = stride
+        opts.filterHeight, opts.filterWidth = kernel
+        op.builtinOptionsType, op.builtinOptions = tfl.BuiltinOptions.Pool2DOptions, opts
+        code.builtinCode = code.deprecatedBuiltinCode = tfl.BuiltinOperator.AVERAGE_POOL_2D
+    graph = tfl.SubGraphT()
+    graph.tensors, graph.inputs, graph.outputs, graph.operators = tensors, [0], [1], [op]
+    model = tfl.ModelT()
+    model.version, model.subgraphs, model.operatorCodes, model.buffers = 3, [graph], [code], buffers
+    builder = flatbuffers.Builder(1024)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    return bytes(builder.Output())
+
+
+def _tflite_fn(case: Case, x: np.ndarray, layout: str, threads: int) -> Optional[Callable]:
+    """TFLite's interpreter with its default XNNPACK delegate: input set once, ``invoke()``
+    timed (it reuses its output), as an inference loop would run it."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    if layout != "NHWC" or case.dtype != "float32" or case.rank == 3:
+        return None
+    xn = np.ascontiguousarray(np.moveaxis(x, 1, -1))
+    if case.rank == 1:
+        xn = xn[:, None]  # (N, 1, W, C)
+    model = _tflite_model(case, xn.shape)
+    if model is None:
+        return None
+    interp = Interpreter(model_content=model, num_threads=threads)
+    interp.allocate_tensors()
+    interp.set_tensor(interp.get_input_details()[0]["index"], xn)
+    out_index = interp.get_output_details()[0]["index"]
+    rank = case.rank
+
+    def call():
+        interp.invoke()
+        y = interp.get_tensor(out_index)
+        return y[:, 0] if rank == 1 else y
+    call.timed = interp.invoke  # type: ignore[attr-defined]
+    return call
+
+
+def _is_box(case: Case) -> bool:
+    """2-D stride-1 'same' windows with padding counted: a normalized box filter."""
+    return (case.kind == "pool" and case.rank == 2 and case.count_include_pad
+            and not case.ceil_mode and all(s == 1 for s in case.stride)
+            and all(d == 1 for d in case.dilation)
+            and all(k % 2 == 1 and p == k // 2 for k, p in zip(case.kernel, case.pad)))
+
+
+# OpenCV's Mat holds at most this many channels (CV_CN_MAX in OpenCV 5).
+_OPENCV_MAX_CHANNELS = 128
+
+
+def _opencv_fn(case: Case, x: np.ndarray, layout: str, threads: int) -> Optional[Callable]:
+    """``cv2.boxFilter(normalize=True, BORDER_CONSTANT)`` per image (channels last: H x W x C)
+    or per plane (channels first), into preallocated outputs."""
+    import cv2
+
+    if not _is_box(case) or case.dtype != "float32":
+        return None
+    cv2.setNumThreads(threads)  # its box filter runs on one thread whatever this says
+    ksize = (case.kernel[1], case.kernel[0])
+    border = cv2.BORDER_CONSTANT
+    if layout == "NHWC":
+        if case.shape[1] > _OPENCV_MAX_CHANNELS:
+            return None
+        xs = [np.ascontiguousarray(np.moveaxis(img, 0, -1)) for img in x]
+        if case.shape[1] == 1:
+            xs = [img[..., 0] for img in xs]
+    else:
+        xs = [plane for img in x for plane in img]
+    ys = [np.empty_like(a) for a in xs]
+
+    def call():
+        for a, b in zip(xs, ys):
+            cv2.boxFilter(a, -1, ksize, dst=b, normalize=True, borderType=border)
+        if layout == "NHWC":
+            return np.stack([b.reshape(b.shape[:2] + (-1,)) for b in ys])
+        return np.stack(ys).reshape(x.shape)
+    return call
+
+
+def _scipy_fn(case: Case, x: np.ndarray, layout: str, threads: int) -> Optional[Callable]:
+    """``scipy.ndimage.uniform_filter(mode='constant')`` over the spatial axes (one thread)."""
+    from scipy import ndimage
+
+    if not _is_box(case) or case.dtype != "float32":
+        return None
+    xl = _to_layout(x, layout)
+    size = (1, 1, *case.kernel) if layout == "NCHW" else (1, *case.kernel, 1)
+    out = np.empty_like(xl)
+    return lambda: ndimage.uniform_filter(xl, size=size, output=out, mode="constant", cval=0.0)
+
+
+PEERS: Dict[str, Callable] = {"tflite": _tflite_fn, "opencv": _opencv_fn, "scipy": _scipy_fn,
+                              "torch": _torch_fn, "onnxruntime": _ort_fn, "openvino": _openvino_fn}
+_PEER_MODULES = {"tflite": "ai_edge_litert", "opencv": "cv2", "scipy": "scipy", "torch": "torch",
+                 "onnxruntime": "onnxruntime", "openvino": "openvino"}
 
 
 def available_peers() -> List[str]:
@@ -256,12 +462,15 @@ _HINT = ("For numbers to trust, rerun on an idle machine (close other programs, 
 
 _LEGEND = """columns:
   avgpool us (min)  avgpool's median time per call in microseconds (its fastest call in brackets)
-  GB/s              input bytes read once + output bytes written once, over the median time
+  op us             the same through a compiled operator (avgpool.compile_operator), if any
+  GB/s              input bytes read once + output bytes written once, over avgpool's better
+                    median
   %bw               that GB/s as a percentage of a large single-threaded copy's bandwidth, which
                     streams main memory; above 100% means the case's data sat in the CPU caches
                     (or several threads read at once), so memory bandwidth was not the limit
-  <peer> us         the peer's median time; '!' after it: its output disagreed with avgpool's
-  ratio             the fastest peer's median / avgpool's median (> 1: avgpool is faster)
+  <peer> us         the peer's median time; '!' after it: its output disagreed with avgpool's;
+                    '-': the peer cannot express the case; 'skip': it takes seconds there
+  ratio             the fastest peer's median / avgpool's better median (> 1: avgpool is faster)
   note              'noisy': some implementation's median exceeds {spread}x its minimum"""
 
 
@@ -314,8 +523,9 @@ class Result:
 
 
 def run(cases: List[Case], threads: int, quick: bool = False, peers: Optional[List[str]] = None,
-        progress: bool = True, reuse_out: bool = True) -> dict:
-    """Run the suite; returns a JSON-ready dict with every timing and ratio."""
+        progress: bool = True, reuse_out: bool = True, contended: bool = False) -> dict:
+    """Run the suite; returns a JSON-ready dict with every timing and ratio. With
+    ``contended``, every implementation is timed again beside :func:`busy_core`."""
     peers = available_peers() if peers is None else peers
     budget, min_reps, max_reps = (0.15, 5, 50) if quick else (0.6, 10, 400)
     bandwidth = copy_bandwidth()
@@ -328,7 +538,13 @@ def run(cases: List[Case], threads: int, quick: bool = False, peers: Optional[Li
     for i, (case, layout) in enumerate(work, 1):
         x = rng.standard_normal(case.shape, dtype=np.float32).astype(case.dtype)
         impls = {"avgpool": _avgpool_fn(case, x, layout, threads, reuse_out)}
+        op = _avgpool_op_fn(case, x, layout, threads, reuse_out)
+        if op is not None:
+            impls["avgpool-op"] = op
+        ours_names = list(impls)
         for peer in peers:
+            if peer in case.skip:
+                continue
             try:
                 fn = PEERS[peer](case, x, layout, threads)
             except Exception as exc:  # a peer that cannot run this case is left out
@@ -336,7 +552,7 @@ def run(cases: List[Case], threads: int, quick: bool = False, peers: Optional[Li
                 print(f"\n{peer} cannot run {case.id} {layout}: {exc}", file=sys.stderr)
             if fn is not None:
                 impls[peer] = fn
-        if len(impls) == 1 and layout == "NHWC":
+        if len(impls) == len(ours_names) and layout == "NHWC":
             bar.update(1 + len(peers))
             continue  # NHWC only where a peer supports it
         ref = _as_float64(impls["avgpool"]())
@@ -346,23 +562,31 @@ def run(cases: List[Case], threads: int, quick: bool = False, peers: Optional[Li
         agree = {}
         for name, fn in impls.items():
             got = _as_float64(fn())
-            if name == "avgpool" and layout == "NHWC":
+            if layout == "NHWC" and name not in ("torch", "onnxruntime", "openvino"):
                 got = np.moveaxis(got, -1, 1)
             agree[name] = bool(got.shape == ref.shape and np.allclose(got, ref, rtol=tol, atol=tol))
         in_bytes = x.nbytes
         out_bytes = ref.size * x.itemsize
         row: Dict[str, Any] = {"case": case.id, "layout": layout, "dtype": case.dtype,
                                "threads": threads, "bytes": in_bytes + out_bytes, "agree": agree,
-                               "impls": {}}
+                               "impls": {}, "skipped": [p for p in peers if p in case.skip]}
         for name, fn in impls.items():
-            med, mn = _time(fn, budget, min_reps, max_reps)
+            timed = getattr(fn, "timed", fn)  # tflite: invoke() alone
+            med, mn = _time(timed, budget, min_reps, max_reps)
             gbps = (in_bytes + out_bytes) / med / 1e9
             row["impls"][name] = {"median_us": med * 1e6, "min_us": mn * 1e6, "gbps": gbps,
                                   "bw_fraction": gbps / bandwidth}
             bar.update(1)
-        bar.update(1 + len(peers) - len(impls))
-        ours = row["impls"]["avgpool"]["median_us"]
-        peer_times = {n: v["median_us"] for n, v in row["impls"].items() if n != "avgpool"}
+        if contended:
+            with busy_core():
+                for name, fn in impls.items():
+                    med, mn = _time(getattr(fn, "timed", fn), budget, min_reps, max_reps)
+                    row["impls"][name]["contended_us"] = med * 1e6
+                    row["impls"][name]["slowdown"] = med * 1e6 / row["impls"][name]["median_us"]
+        bar.update(1 + len(peers) - len(impls) + len(ours_names))
+        ours = min(row["impls"][n]["median_us"] for n in ours_names)
+        row["avgpool_us"] = ours
+        peer_times = {n: v["median_us"] for n, v in row["impls"].items() if n not in ours_names}
         if peer_times:
             best = min(peer_times, key=lambda n: peer_times[n])
             row["best_peer"] = best
@@ -385,7 +609,22 @@ def run(cases: List[Case], threads: int, quick: bool = False, peers: Optional[Li
         "noisy_rows": sum(1 for r in rows if r["noisy"]),
     }
     return {"avgpool": avgpool.info(), "threads": threads, "copy_gbps": bandwidth,
-            "reuse_out": reuse_out, "peers": peers, "rows": rows, "summary": summary}
+            "reuse_out": reuse_out, "peers": peers, "rows": rows, "summary": summary,
+            "contended": contended}
+
+
+@contextlib.contextmanager
+def busy_core() -> Iterator[None]:
+    """Another program competing for the machine: a process spinning on the last core."""
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        if hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(spinner.pid, {max(os.sched_getaffinity(0))})
+        time.sleep(0.2)  # let it start spinning
+        yield
+    finally:
+        spinner.kill()
+        spinner.wait()
 
 
 class _NoBar:
@@ -427,6 +666,7 @@ class _TextBar:
 
 def format_table(result: dict) -> str:
     peers = result["peers"]
+    rows = result["rows"]
     head = (f"avgpool {result['avgpool']['version']} isa={result['avgpool']['isa']} "
             f"threads={result['threads']} copy bandwidth {result['copy_gbps']:.1f} GB/s, avgpool "
             + ("writes into a reused out= buffer" if result["reuse_out"] else "allocates its output")
@@ -435,41 +675,62 @@ def format_table(result: dict) -> str:
     warning = load_warning(load)
     if warning:
         head = warning + "\n" + head
-    cols = ["case", "layout", "avgpool us (min)", "GB/s", "%bw"] + [f"{p} us" for p in peers] + \
-        ["best peer", "ratio", "note"]
+    has_op = any("avgpool-op" in r["impls"] for r in rows)
+    cols = ["case", "layout", "avgpool us (min)"] + (["op us"] if has_op else []) + \
+        ["GB/s", "%bw"] + [f"{p} us" for p in peers] + ["best peer", "ratio", "note"]
     lines = [cols]
-    for r in result["rows"]:
+    for r in rows:
         ours = r["impls"]["avgpool"]
-        line = [r["case"], r["layout"], f"{ours['median_us']:.0f} ({ours['min_us']:.0f})",
-                f"{ours['gbps']:.1f}", f"{100 * ours['bw_fraction']:.0f}%"]
+        best = min((r["impls"][n] for n in ("avgpool", "avgpool-op") if n in r["impls"]),
+                   key=lambda v: v["median_us"])
+        line = [r["case"], r["layout"], f"{ours['median_us']:.0f} ({ours['min_us']:.0f})"]
+        if has_op:
+            op = r["impls"].get("avgpool-op")
+            line.append(f"{op['median_us']:.1f}" if op else "-")
+        line += [f"{best['gbps']:.1f}", f"{100 * best['bw_fraction']:.0f}%"]
         for p in peers:
             v = r["impls"].get(p)
             mark = "" if r["agree"].get(p, True) else "!"
-            line.append(f"{v['median_us']:.0f}{mark}" if v else "-")
+            cell = "skip" if p in r.get("skipped", ()) else "-"
+            line.append(f"{v['median_us']:.0f}{mark}" if v else cell)
         line += [r.get("best_peer", "-"),
                  f"{r['ratio_best_peer']:.2f}x" if "ratio_best_peer" in r else "-",
                  "noisy (" + ", ".join(r["noisy"]) + ")" if r.get("noisy") else ""]
         lines.append(line)
-    widths = [max(len(str(row[i])) for row in lines) for i in range(len(cols))]
-    out = [head]
-    for i, row in enumerate(lines):
-        out.append("  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip())
-        if i == 0:
-            out.append("  ".join("-" * w for w in widths))
+    out = [head] + _columns(lines)
     s = result["summary"]
     if s["geomean_ratio_torch"] is not None:
         out.append(f"\ngeometric mean speed-up over torch: {s['geomean_ratio_torch']:.2f}x")
     if s["min_ratio_best_peer"] is not None:
         out.append(f"lowest ratio to the fastest peer:   {s['min_ratio_best_peer']:.2f}x")
+    if result.get("contended"):
+        out.append("\nslowdown with a busy process on one core (contended median / quiet median):")
+        names = ["avgpool"] + (["avgpool-op"] if has_op else []) + peers
+        slow = [["case", "layout"] + names]
+        for r in rows:
+            slow.append([r["case"], r["layout"]] + [
+                f"{r['impls'][n]['slowdown']:.1f}x" if n in r["impls"] else "-" for n in names])
+        out += _columns(slow)
     out.append("")
     out.append(_LEGEND.format(spread=MAX_SPREAD))
-    noisy = sum(1 for r in result["rows"] if r.get("noisy"))
+    noisy = sum(1 for r in rows if r.get("noisy"))
     if warning or noisy:
         out.append("")
-        what = (f"{noisy} of {len(result['rows'])} rows noisy" if noisy else
+        what = (f"{noisy} of {len(rows)} rows noisy" if noisy else
                 "the machine was busy at the start")
         out.append(f"Note: {what}. {_HINT}")
     return "\n".join(out)
+
+
+def _columns(lines: List[List[str]]) -> List[str]:
+    """Left-aligned columns, a rule under the first line."""
+    widths = [max(len(str(row[i])) for row in lines) for i in range(len(lines[0]))]
+    out = []
+    for i, row in enumerate(lines):
+        out.append("  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip())
+        if i == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return out
 
 
 def plot(result: dict, path: str) -> None:
@@ -509,7 +770,7 @@ def main(args) -> int:
     if warning:  # now, before minutes of timing (stderr, with the progress); repeated in the table
         print(warning, file=sys.stderr, flush=True)
     result = run(cases, threads, quick=args.quick, progress=not args.no_progress,
-                 reuse_out=not args.alloc)
+                 reuse_out=not args.alloc, contended=args.contended)
     result["load_per_core"] = load
     print(format_table(result))
     if args.json:
