@@ -11,47 +11,113 @@
 #define AP_STR_(x) #x
 #define AP_STR(x) AP_STR_(x)
 
-static ap_status ap_run(ap_plan *plan, const void *x, void *y) {
+/* A compiled operator: a plan whose path was chosen for `kernel`'s table. */
+struct ap_operator {
+    ap_plan plan;
+    ap_kernel_fn kernel;
+    ap_tensor_desc output;
+};
+
+/* Finish an operator from a plan (planned: its status): take the kernel
+ * table in use, choose the path. The one-shot calls below go through here
+ * too, with an operator on the stack. */
+static ap_status ap_operator_init(ap_operator *op, ap_status planned,
+                                  const ap_tensor_desc *input) {
+    if (planned != AP_OK) return planned;
     ap_status isa_status = AP_OK;
     const ap_kernel_table *table = ap_kernels(&isa_status);
-    if (!table) {
-        ap_plan_free(plan);
-        return isa_status;
-    }
+    if (!table) return isa_status;
+    ap_plan *plan = &op->plan;
+    op->kernel = table->pool[plan->layout][plan->dtype];
+    ap_choose_path(plan, table->lanes[plan->dtype], NULL, 0);
+    op->output = *input;
+    for (int a = 0; a < input->rank; ++a)
+        op->output.sizes[a] = plan->axis[3 - input->rank + a].out;
+    return AP_OK;
+}
+
+ap_status ap_operator_run(const ap_operator *op, const void *x, void *y) {
+    if (!op) return AP_ERR_NULL_POINTER;
+    const ap_plan *plan = &op->plan;
     const int64_t n_in = plan->batch * plan->channels * plan->in_plane;
     const int64_t n_out = plan->batch * plan->channels * plan->out_plane;
-    if ((n_in > 0 && !x) || (n_out > 0 && !y)) {
-        ap_plan_free(plan);
-        return AP_ERR_NULL_POINTER;
-    }
-    ap_choose_path(plan, table->lanes[plan->dtype], NULL, 0);
-    ap_status s = n_out > 0 ? table->pool[plan->layout][plan->dtype](plan, x, y) : AP_OK;
-    ap_plan_free(plan);
-    return s;
+    if ((n_in > 0 && !x) || (n_out > 0 && !y)) return AP_ERR_NULL_POINTER;
+    return n_out > 0 ? op->kernel(plan, x, y) : AP_OK;
 }
 
 ap_status ap_avgpool(const ap_pool_desc *desc, const ap_tensor_desc *input, ap_dtype dtype,
                      const void *x, void *y, int num_threads) {
     if (!desc || !input) return AP_ERR_NULL_POINTER;
-    ap_plan plan;
-    ap_status s = ap_plan_pool(&plan, desc, input, dtype, num_threads);
-    if (s != AP_OK) {
-        ap_plan_free(&plan);
-        return s;
-    }
-    return ap_run(&plan, x, y);
+    ap_operator op;
+    ap_status s = ap_operator_init(&op, ap_plan_pool(&op.plan, desc, input, dtype, num_threads),
+                                   input);
+    if (s == AP_OK) s = ap_operator_run(&op, x, y);
+    ap_plan_free(&op.plan);
+    return s;
 }
 
 ap_status ap_adaptive_avgpool(const ap_adaptive_desc *desc, const ap_tensor_desc *input,
                               ap_dtype dtype, const void *x, void *y, int num_threads) {
     if (!desc || !input) return AP_ERR_NULL_POINTER;
-    ap_plan plan;
-    ap_status s = ap_plan_adaptive(&plan, desc, input, dtype, num_threads);
+    ap_operator op;
+    ap_status s = ap_operator_init(
+        &op, ap_plan_adaptive(&op.plan, desc, input, dtype, num_threads), input);
+    if (s == AP_OK) s = ap_operator_run(&op, x, y);
+    ap_plan_free(&op.plan);
+    return s;
+}
+
+/* Heap operators: the plan as above, or the error's details. */
+static ap_status ap_operator_make(ap_operator *op, ap_status planned,
+                                  const ap_tensor_desc *input, ap_operator **out) {
+    const ap_status s = ap_operator_init(op, planned, input);
     if (s != AP_OK) {
-        ap_plan_free(&plan);
+        ap_plan_free(&op->plan);
+        free(op);
         return s;
     }
-    return ap_run(&plan, x, y);
+    *out = op;
+    return AP_OK;
+}
+
+ap_status ap_operator_create_pool(const ap_pool_desc *desc, const ap_tensor_desc *input,
+                                  ap_dtype dtype, int num_threads, ap_operator **op,
+                                  ap_error *err) {
+    int64_t sizes[AP_MAX_SPATIAL];
+    if (op) *op = NULL;
+    const ap_status checked = ap_pool_check(desc, input, sizes, err);
+    if (checked != AP_OK) return checked;
+    if (!op) return AP_ERR_NULL_POINTER;
+    ap_operator *o = (ap_operator *)calloc(1, sizeof *o);
+    if (!o) return AP_ERR_OUT_OF_MEMORY;
+    return ap_operator_make(o, ap_plan_pool(&o->plan, desc, input, dtype, num_threads), input,
+                            op);
+}
+
+ap_status ap_operator_create_adaptive(const ap_adaptive_desc *desc, const ap_tensor_desc *input,
+                                      ap_dtype dtype, int num_threads, ap_operator **op,
+                                      ap_error *err) {
+    int64_t sizes[AP_MAX_SPATIAL];
+    if (op) *op = NULL;
+    const ap_status checked = ap_adaptive_check(desc, input, sizes, err);
+    if (checked != AP_OK) return checked;
+    if (!op) return AP_ERR_NULL_POINTER;
+    ap_operator *o = (ap_operator *)calloc(1, sizeof *o);
+    if (!o) return AP_ERR_OUT_OF_MEMORY;
+    return ap_operator_make(o, ap_plan_adaptive(&o->plan, desc, input, dtype, num_threads),
+                            input, op);
+}
+
+ap_status ap_operator_output(const ap_operator *op, ap_tensor_desc *output) {
+    if (!op || !output) return AP_ERR_NULL_POINTER;
+    *output = op->output;
+    return AP_OK;
+}
+
+void ap_operator_destroy(ap_operator *op) {
+    if (!op) return;
+    ap_plan_free(&op->plan);
+    free(op);
 }
 
 /* Plan the call, choose its path for the table in use, and describe both. */

@@ -46,6 +46,24 @@ static inline int ap_next_chunk(int64_t *next, int64_t n, int64_t chunk, int64_t
     return 1;
 }
 
+/* Run work(ctx) on nt threads, or on the calling thread alone when nt <= 1:
+ * entering an OpenMP region costs about 0.4 us even for one thread
+ * (libgomp builds a team), as much as a small kernel takes. The threads
+ * share the work through ap_next_chunk on a counter in ctx. */
+typedef void (*ap_work_fn)(void *ctx);
+
+static inline void ap_parallel(int nt, ap_work_fn work, void *ctx) {
+#ifdef _OPENMP
+    if (nt > 1) {
+#pragma omp parallel num_threads(nt)
+        work(ctx);
+        return;
+    }
+#endif
+    (void)nt;
+    work(ctx);
+}
+
 #ifdef _OPENMP
 /* Declares ap_nt_ and opens a statically scheduled parallel for loop. */
 #define AP_OMP_PARALLEL_FOR(plan, work_elems)                     \

@@ -78,6 +78,17 @@ cdef extern from "avgpool.h" nogil:
                               ap_dtype dtype, char *buf, size_t len)
     ap_status ap_explain_adaptive(const ap_adaptive_desc *desc, const ap_tensor_desc *input,
                                   ap_dtype dtype, char *buf, size_t len)
+    ctypedef struct ap_operator:
+        pass
+    ap_status ap_operator_create_pool(const ap_pool_desc *desc, const ap_tensor_desc *input,
+                                      ap_dtype dtype, int num_threads, ap_operator **op,
+                                      ap_error *err)
+    ap_status ap_operator_create_adaptive(const ap_adaptive_desc *desc,
+                                          const ap_tensor_desc *input, ap_dtype dtype,
+                                          int num_threads, ap_operator **op, ap_error *err)
+    ap_status ap_operator_output(const ap_operator *op, ap_tensor_desc *output)
+    ap_status ap_operator_run(const ap_operator *op, const void *x, void *y)
+    void ap_operator_destroy(ap_operator *op)
     const char *ap_version()
     const char *ap_build_info()
     const char *ap_compiled_isas()

@@ -19,12 +19,22 @@ cnp.import_array()
 
 # bfloat16 comes from ml_dtypes as a user-defined numpy dtype; avgpool._api registers it.
 cdef int _bf16_type = -1
+# avgpool._api's converters for inputs that are not ndarrays (torch tensors, array-likes).
+cdef object _as_array = None
+cdef object _is_torch = None
+cdef object _to_torch = None
 
 
 def register_bfloat16(dtype):
     """Tell the bridge which numpy type number is ml_dtypes.bfloat16."""
     global _bf16_type
     _bf16_type = np.dtype(dtype).num
+
+
+def register_converters(as_array, is_torch, to_torch):
+    """avgpool._api's input coercion, for compiled operators called on non-ndarrays."""
+    global _as_array, _is_torch, _to_torch
+    _as_array, _is_torch, _to_torch = as_array, is_torch, to_torch
 
 
 cdef int _dtype_code(cnp.ndarray a):
@@ -110,9 +120,17 @@ cdef cnp.ndarray _output(cnp.ndarray a, tuple shape, out, x):
         raise ValueError("out must be C-contiguous")
     if not cnp.PyArray_ISWRITEABLE(y):
         raise ValueError("out must be writeable")
-    if np.may_share_memory(a, y) or (x is not a and np.may_share_memory(x, y)):
+    if _overlap(a, y) or (x is not a and np.may_share_memory(x, y)):
         raise ValueError("out must not overlap x")
     return y
+
+
+cdef inline bint _overlap(cnp.ndarray a, cnp.ndarray b):
+    """Whether two C-contiguous arrays share memory: their byte ranges meet."""
+    cdef char *pa = <char *>cnp.PyArray_DATA(a)
+    cdef char *pb = <char *>cnp.PyArray_DATA(b)
+    return (cnp.PyArray_NBYTES(a) > 0 and cnp.PyArray_NBYTES(b) > 0 and
+            pa < pb + cnp.PyArray_NBYTES(b) and pb < pa + cnp.PyArray_NBYTES(a))
 
 
 cdef cnp.ndarray _prepare(x):
@@ -271,6 +289,128 @@ cdef void _fill(int64_t *dst, tuple src):
         dst[i] = src[i]
 
 
+# Calls on less input than this keep the GIL: releasing and taking it back costs more than a
+# microsecond-long kernel would let another thread do.
+cdef Py_ssize_t _GIL_FREE_BYTES = 65536
+
+
+cdef inline bint _has_shape(cnp.ndarray a, tuple shape):
+    """a.shape == shape, without building a tuple."""
+    cdef int i
+    cdef cnp.npy_intp *dims = cnp.PyArray_DIMS(a)
+    if cnp.PyArray_NDIM(a) != len(shape):
+        return False
+    for i in range(len(shape)):
+        if dims[i] != <cnp.npy_intp>shape[i]:
+            return False
+    return True
+
+
+cdef class CompiledOperator:
+    """Pooling compiled for one input shape, dtype and layout (``avgpool.compile_operator``).
+
+    The plan (per-axis window tables, kernel path, kernel of the instruction set in use, thread
+    count) is made once; a call checks only what may change between calls (the array's type,
+    dtype, shape and memory order; ``out``'s) and runs it with the GIL released. Several Python
+    threads may call one operator at once.
+    """
+    cdef ap_operator *op
+    cdef readonly tuple input_shape
+    cdef readonly tuple output_shape
+    cdef readonly object dtype
+    cdef readonly str layout
+    cdef readonly int num_threads
+    cdef object desc
+    cdef int typenum
+    cdef int out_ndim
+    cdef cnp.npy_intp out_dims[5]
+
+    def __cinit__(self):
+        self.op = NULL
+
+    def __dealloc__(self):
+        ap_operator_destroy(self.op)
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("use avgpool.compile_operator(desc, input_shape, dtype, ...)")
+
+    cdef _finish(self, tuple shape, layout, dtype, int nt, desc):
+        cdef ap_tensor_desc o
+        cdef int64_t sizes[3]
+        cdef int i
+        ap_operator_output(self.op, &o)
+        for i in range(o.rank):
+            sizes[i] = o.sizes[i]
+        self.input_shape = shape
+        self.output_shape = _shape(&o, sizes)
+        self.out_ndim = len(self.output_shape)
+        for i in range(self.out_ndim):
+            self.out_dims[i] = self.output_shape[i]
+        self.dtype = np.dtype(dtype)
+        self.typenum = self.dtype.num
+        self.layout = "NHWC" if o.layout == AP_LAYOUT_NHWC else "NCHW"
+        self.num_threads = nt if nt > 0 else ap_max_threads()
+        self.desc = desc
+
+    def __repr__(self):
+        return (f"CompiledOperator({self.desc!r}, input_shape={self.input_shape}, "
+                f"dtype={self.dtype.name}, layout={self.layout!r}, "
+                f"num_threads={self.num_threads}) -> output_shape={self.output_shape}")
+
+    def __reduce__(self):
+        raise TypeError("a CompiledOperator holds a native plan and cannot be pickled; pickle "
+                        "its descriptor and compile again")
+
+    def __call__(self, x, out=None):
+        """Pool ``x`` (of ``input_shape`` and ``dtype``) into ``out`` or a new array."""
+        cdef cnp.ndarray a
+        cdef cnp.ndarray y
+        cdef ap_status s
+        src = x
+        if type(x) is not cnp.ndarray:
+            if _as_array is None:
+                raise TypeError(f"x must be a numpy array, got {type(x).__name__}")
+            x = _as_array(x)
+        a = <cnp.ndarray>x
+        if cnp.PyArray_TYPE(a) != self.typenum:
+            raise TypeError(f"x has dtype {(<object>a).dtype}, but the operator was compiled "
+                            f"for {self.dtype}")
+        if not _has_shape(a, self.input_shape):
+            raise ValueError(f"x has shape {(<object>a).shape}, but the operator was compiled "
+                             f"for {self.input_shape}")
+        if not cnp.PyArray_IS_C_CONTIGUOUS(a) or not cnp.PyArray_ISNOTSWAPPED(a):
+            a = _prepare(a)  # a native C-contiguous copy, as the plain call makes
+        if out is None:
+            y = cnp.PyArray_EMPTY(self.out_ndim, self.out_dims, self.typenum, 0)
+        else:
+            if type(out) is not cnp.ndarray:
+                raise TypeError(f"out must be a numpy.ndarray, got {type(out).__name__}")
+            y = <cnp.ndarray>out
+            if not _has_shape(y, self.output_shape):
+                raise ValueError(f"out has shape {(<object>y).shape}, expected "
+                                 f"{self.output_shape}")
+            if cnp.PyArray_TYPE(y) != self.typenum:
+                raise TypeError(f"out has dtype {(<object>y).dtype}, expected {self.dtype}")
+            if not cnp.PyArray_IS_C_CONTIGUOUS(y):
+                raise ValueError("out must be C-contiguous")
+            if not cnp.PyArray_ISWRITEABLE(y):
+                raise ValueError("out must be writeable")
+            if _overlap(a, y) or (a is not x and np.may_share_memory(x, y)):
+                raise ValueError("out must not overlap x")
+        cdef const void *xp = cnp.PyArray_DATA(a)
+        cdef void *yp = cnp.PyArray_DATA(y)
+        if cnp.PyArray_NBYTES(a) < _GIL_FREE_BYTES:
+            s = ap_operator_run(self.op, xp, yp)  # over before another thread could start
+        else:
+            with nogil:
+                s = ap_operator_run(self.op, xp, yp)
+        if s != AP_OK:
+            _raise(s)
+        if out is None and _is_torch is not None and type(src) is not cnp.ndarray and _is_torch(src):
+            return _to_torch(y)
+        return y
+
+
 cdef class PoolDesc:
     """A validated ap_pool_desc; built by avgpool.AveragePoolingDesc."""
     cdef ap_pool_desc c
@@ -316,6 +456,22 @@ cdef class PoolDesc:
             self._fail(s, &t)
         return buf.decode()
 
+    def compile(self, tuple shape, layout, dtype, num_threads, desc):
+        """A CompiledOperator for inputs of this shape, layout and dtype (desc: for its repr)."""
+        cdef CompiledOperator op = CompiledOperator.__new__(CompiledOperator)
+        cdef ap_tensor_desc t
+        cdef ap_error err
+        cdef int code = _dtype_code_of(dtype)
+        _tensor(&t, shape, self.c.rank, _layout(layout), "window_size")
+        cdef int nt = _threads(num_threads)
+        cdef ap_status s = ap_operator_create_pool(&self.c, &t, <ap_dtype>code, nt, &op.op, &err)
+        if s != AP_OK:
+            if err.status != AP_OK:
+                _raise_error(&err)
+            _raise(s)
+        op._finish(shape, layout, dtype, nt, desc)
+        return op
+
     def run(self, x, layout, out, num_threads):
         """Pool the ndarray x into out (or a new array); validates everything but the desc."""
         cdef cnp.ndarray a = _prepare(x)
@@ -330,8 +486,11 @@ cdef class PoolDesc:
         cdef cnp.ndarray y = _output(a, _shape(&t, sizes), out, x)
         cdef const void *xp = cnp.PyArray_DATA(a)
         cdef void *yp = cnp.PyArray_DATA(y)
-        with nogil:
+        if cnp.PyArray_NBYTES(a) < _GIL_FREE_BYTES:
             s = ap_avgpool(&self.c, &t, dtype, xp, yp, nt)
+        else:
+            with nogil:
+                s = ap_avgpool(&self.c, &t, dtype, xp, yp, nt)
         if s != AP_OK:
             self._fail(s, &t)
         return y
@@ -372,6 +531,23 @@ cdef class AdaptiveDesc:
             _raise(status)  # not a rule of the arguments: memory, instruction set
         _raise_error(&err)
 
+    def compile(self, tuple shape, layout, dtype, num_threads, desc):
+        """A CompiledOperator for inputs of this shape, layout and dtype (desc: for its repr)."""
+        cdef CompiledOperator op = CompiledOperator.__new__(CompiledOperator)
+        cdef ap_tensor_desc t
+        cdef ap_error err
+        cdef int code = _dtype_code_of(dtype)
+        _tensor(&t, shape, self.c.rank, _layout(layout), "output_sizes")
+        cdef int nt = _threads(num_threads)
+        cdef ap_status s = ap_operator_create_adaptive(&self.c, &t, <ap_dtype>code, nt, &op.op,
+                                                       &err)
+        if s != AP_OK:
+            if err.status != AP_OK:
+                _raise_error(&err)
+            _raise(s)
+        op._finish(shape, layout, dtype, nt, desc)
+        return op
+
     def run(self, x, layout, out, num_threads):
         """Pool the ndarray x into out (or a new array); validates everything but the desc."""
         cdef cnp.ndarray a = _prepare(x)
@@ -386,8 +562,12 @@ cdef class AdaptiveDesc:
         cdef cnp.ndarray y = _output(a, _shape(&t, sizes), out, x)
         cdef const void *xp = cnp.PyArray_DATA(a)
         cdef void *yp = cnp.PyArray_DATA(y)
-        with nogil:
+        if cnp.PyArray_NBYTES(a) < _GIL_FREE_BYTES:
             s = ap_adaptive_avgpool(&self.c, &t, dtype, xp, yp, nt)
+        else:
+            with nogil:
+                s = ap_adaptive_avgpool(&self.c, &t, dtype, xp, yp, nt)
         if s != AP_OK:
             self._fail(s, &t)
         return y
+

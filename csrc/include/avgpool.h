@@ -250,6 +250,45 @@ AP_API ap_status ap_avgpool(const ap_pool_desc *desc, const ap_tensor_desc *inpu
 AP_API ap_status ap_adaptive_avgpool(const ap_adaptive_desc *desc, const ap_tensor_desc *input,
                                      ap_dtype dtype, const void *x, void *y, int num_threads);
 
+/* Compiled operators: validate and plan once, run many times (DirectML's
+ * compiled operator, XNNPACK's create / reshape / setup). The operator holds
+ * the per-axis tables, the kernel path and the kernel of the instruction
+ * set in use at creation (a later ap_set_isa leaves it unchanged) and the
+ * thread count (num_threads as for ap_avgpool, resolved at creation). It is
+ * read only once made: several threads may run one operator at once, each
+ * on its own x and y.
+ *
+ *   ap_operator *op;
+ *   ap_error err;
+ *   if (ap_operator_create_pool(&desc, &input, AP_DTYPE_F32, 0, &op, &err) != AP_OK)
+ *       fprintf(stderr, "%s: %s\n", err.field, err.detail);
+ *   for (...) ap_operator_run(op, x, y);
+ *   ap_operator_destroy(op);
+ */
+typedef struct ap_operator ap_operator;
+
+/* Make a windowed pooling operator for tensors described by `input` and
+ * elements of `dtype`; *op receives it (NULL on error). err (may be NULL)
+ * receives the details of a rule broken, as ap_pool_check fills them.
+ * Errors: those of ap_avgpool except the x / y pointers, AP_ERR_NULL_POINTER
+ * (desc, input or op). */
+AP_API ap_status ap_operator_create_pool(const ap_pool_desc *desc, const ap_tensor_desc *input,
+                                         ap_dtype dtype, int num_threads, ap_operator **op,
+                                         ap_error *err);
+/* The same for adaptive pooling (errors of ap_adaptive_avgpool). */
+AP_API ap_status ap_operator_create_adaptive(const ap_adaptive_desc *desc,
+                                             const ap_tensor_desc *input, ap_dtype dtype,
+                                             int num_threads, ap_operator **op, ap_error *err);
+/* The output's description: input's batch, channels, rank and layout with
+ * the output sizes. Errors: AP_ERR_NULL_POINTER. */
+AP_API ap_status ap_operator_output(const ap_operator *op, ap_tensor_desc *output);
+/* Pool x (the input described at creation) into y (the output described by
+ * ap_operator_output), as ap_avgpool does. Errors: AP_ERR_NULL_POINTER (op,
+ * or x / y of a non-empty tensor), AP_ERR_OUT_OF_MEMORY. */
+AP_API ap_status ap_operator_run(const ap_operator *op, const void *x, void *y);
+/* Free the operator; NULL is allowed. */
+AP_API void ap_operator_destroy(ap_operator *op);
+
 /* Which kernel path ap_avgpool(desc, input, dtype, ...) would take with the
  * instruction set in use (ap_isa), and why, as one line written to
  * buf[0 .. len-1] (NUL-terminated, truncated to fit; nothing written when
@@ -261,7 +300,7 @@ AP_API ap_status ap_adaptive_avgpool(const ap_adaptive_desc *desc, const ap_tens
  * detail that may change between versions: "none", "scalar",
  * "scalar-fallback", "global", "same-flat", "rows-s1", "rows-s2",
  * "rows-s4k4", "rows-running", "rows-gather", "nhwc-direct",
- * "nhwc-separable". Nothing is pooled.
+ * "nhwc-separable", "box". Nothing is pooled.
  * Errors: those of ap_pool_output_sizes, AP_ERR_DTYPE, AP_ERR_NULL_POINTER
  * (desc, input, or buf with len > 0), AP_ERR_OUT_OF_MEMORY (the per-axis
  * tables), AP_ERR_ISA (AVGPOOL_ISA named an unavailable instruction set). */

@@ -5,6 +5,7 @@ The one place where arrays meet descriptors; every front end ends here.
 
 from __future__ import annotations
 
+import operator
 from typing import TYPE_CHECKING, Any, Optional, Sequence, Tuple, Union, overload
 
 import ml_dtypes
@@ -17,7 +18,7 @@ from ._frontend import adaptive_desc
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["average_pool", "adaptive_average_pool"]
+__all__ = ["average_pool", "adaptive_average_pool", "compile_operator"]
 
 _BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 _core.register_bfloat16(_BFLOAT16)
@@ -64,6 +65,9 @@ def as_array(x: Any) -> np.ndarray:
     raise TypeError(
         f"x must be a numpy array or an object with __array__ or __dlpack__, got {type(x).__name__}"
     )
+
+
+_core.register_converters(as_array, is_torch, numpy_to_torch)
 
 
 def _run(core_desc: Union[_core.PoolDesc, _core.AdaptiveDesc], x: Any, layout: str,
@@ -150,3 +154,56 @@ def _adaptive_desc(sizes: Any) -> AdaptiveAveragePoolingDesc:
     if type(sizes) is tuple and all(type(v) is int for v in sizes):
         return adaptive_desc(sizes, "output_sizes")
     return AdaptiveAveragePoolingDesc(sizes)
+
+
+def compile_operator(desc: Union[AveragePoolingDesc, AdaptiveAveragePoolingDesc, Sequence[int]],
+                     input_shape: Sequence[int], dtype: Any, *, layout: str = "NCHW",
+                     num_threads: Optional[int] = None) -> _core.CompiledOperator:
+    """Pooling compiled once for inputs of one shape, dtype and layout, to call many times.
+
+    ``desc`` is an :class:`AveragePoolingDesc`, an :class:`AdaptiveAveragePoolingDesc` or a
+    sequence of adaptive output sizes. Everything a call of :func:`average_pool` /
+    :func:`adaptive_average_pool` would check about the descriptor and the shape is checked
+    here, and the plan is made: per-axis window tables, the kernel path and the kernel of the
+    instruction set in use now (a later ``AVGPOOL_ISA``-style switch does not change it), and
+    the thread count (``num_threads``, else ``AVGPOOL_NUM_THREADS``, else the OpenMP default,
+    read now). The returned operator has ``input_shape``, ``output_shape``, ``dtype``,
+    ``layout`` and ``num_threads``; ``op(x, out=None)`` checks only what may change between
+    calls (x's type, dtype and shape; ``out``'s shape, dtype, memory order and overlap) and
+    returns the same result as the plain call, bit for bit. Several Python threads may call one
+    operator at once.
+
+    >>> import numpy as np, avgpool
+    >>> op = avgpool.compile_operator(avgpool.AveragePoolingDesc((2, 2), strides=(2, 2)),
+    ...                               (1, 1, 4, 4), np.float32)
+    >>> op.output_shape
+    (1, 1, 2, 2)
+    >>> op(np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4))[0, 0]
+    array([[ 2.5,  4.5],
+           [10.5, 12.5]], dtype=float32)
+    """
+    if isinstance(desc, AveragePoolingDesc) or isinstance(desc, AdaptiveAveragePoolingDesc):
+        core = desc._c
+    elif isinstance(desc, (tuple, list)):
+        desc = _adaptive_desc(tuple(desc))
+        core = desc._c
+    else:
+        raise TypeError(f"desc must be an AveragePoolingDesc, an AdaptiveAveragePoolingDesc or "
+                        f"a sequence of output sizes, got {type(desc).__name__}")
+    if isinstance(input_shape, (str, bytes)) or not hasattr(input_shape, "__iter__"):
+        raise TypeError(f"input_shape must be a sequence of ints, got {input_shape!r}")
+    shape = tuple(_shape_entry(v) for v in input_shape)
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"dtype: {dtype!r} is not a numpy dtype") from None
+    return core.compile(shape, layout, dt, num_threads, desc)
+
+
+def _shape_entry(v: Any) -> int:
+    if isinstance(v, bool):
+        raise TypeError(f"input_shape must hold ints, got {v!r}")
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise TypeError(f"input_shape must hold ints, got {v!r}") from None
