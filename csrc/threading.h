@@ -32,19 +32,15 @@ static inline int64_t ap_chunk_size(int64_t n, int nthreads) {
 
 static inline int ap_next_chunk(int64_t *next, int64_t n, int64_t chunk, int64_t *lo,
                                 int64_t *hi) {
-    int64_t start;
-#ifdef _OPENMP
-#pragma omp atomic capture
-#endif
-    {
-        start = *next;
-        *next += chunk;
-    }
+    const int64_t start = __atomic_fetch_add(next, chunk, __ATOMIC_RELAXED);
     if (start >= n) return 0;
     *lo = start;
     *hi = n - start < chunk ? n : start + chunk;
     return 1;
 }
+
+/* A thread's allocation failed: the call returns AP_ERR_OUT_OF_MEMORY. */
+static inline void ap_flag_failure(int *failed) { __atomic_store_n(failed, 1, __ATOMIC_RELAXED); }
 
 /* Run work(ctx) on nt threads, or on the calling thread alone when nt <= 1:
  * entering an OpenMP region costs about 0.4 us even for one thread
