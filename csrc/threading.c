@@ -1,7 +1,20 @@
-/* threading.c - the thread queries of avgpool.h; the work sharing itself is
- * in threading.h. */
+/* threading.c - the thread queries of avgpool.h, and the pool behind
+ * ap_parallel (threading.h).
+ *
+ * The pool (pthreadpool's scheme, docs/performance.md): workers wait for a
+ * job by spinning briefly, then sleep on a condition variable. A job is
+ * published with a new generation number and an open flag; a worker joins
+ * by incrementing the joined counts while the job is open, runs
+ * work(ctx), and leaves. The caller runs work(ctx) itself, closes the job,
+ * and waits only for the workers that joined: a worker that the OS has not
+ * scheduled (another process busy on its core) misses the job instead of
+ * holding up the call, as OpenMP's closing barrier did. One job at a time;
+ * a second caller (another application thread) runs its work alone. After
+ * fork() the child starts with no workers. */
 #ifdef _OPENMP
 #include <omp.h>
+#include <pthread.h>
+#include <sched.h>
 #endif
 
 #include "threading.h"
@@ -21,3 +34,126 @@ int ap_max_threads(void) {
     return 1;
 #endif
 }
+
+#ifdef _OPENMP
+
+enum { AP_POOL_MAX = 256 };
+
+/* state: generation << 33 | open << 32 | joined in total << 16 | active.
+ * Workers join only while `open`, at most `want` of them per job. */
+#define AP_ACTIVE_ONE UINT64_C(1)
+#define AP_TOTAL_ONE (UINT64_C(1) << 16)
+#define AP_OPEN (UINT64_C(1) << 32)
+#define AP_GEN_SHIFT 33
+#define AP_ACTIVE(s) ((s) & 0xffffu)
+#define AP_TOTAL(s) (((s) >> 16) & 0xffffu)
+#define AP_GEN(s) ((s) >> AP_GEN_SHIFT)
+
+/* Pause instructions a worker spins before sleeping (some microseconds):
+ * calls in a loop find their workers awake, idle workers soon free their
+ * core. Measured with a busy process on one of two cores (bench
+ * --contended), 1000 to 200000 gave slowdowns within noise of each other
+ * and of TFLite's; longer spins made the quiet calls no faster. */
+enum { AP_SPIN = 5000 };
+
+static struct {
+    pthread_mutex_t submit; /* held by the caller for its whole job        */
+    pthread_mutex_t lock;   /* guards the sleep / wake-up of workers       */
+    pthread_cond_t wake;
+    int sleepers;           /* workers waiting on `wake`                   */
+    int workers;            /* workers started                             */
+    ap_work_fn work;        /* the job: written before the state publishes */
+    void *ctx;
+    int want;               /* workers that may join                        */
+    uint64_t state;
+} ap_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
+             0, 0, 0, 0, 0, 0};
+
+static inline void ap_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static uint64_t ap_state(void) { return __atomic_load_n(&ap_pool.state, __ATOMIC_SEQ_CST); }
+
+static void *ap_worker(void *arg) {
+    uint64_t seen = AP_GEN(ap_state());
+    (void)arg;
+    for (;;) {
+        uint64_t s = ap_state();
+        for (int i = 0; AP_GEN(s) == seen && i < AP_SPIN; ++i) {
+            ap_relax();
+            s = ap_state();
+        }
+        if (AP_GEN(s) == seen) {
+            pthread_mutex_lock(&ap_pool.lock);
+            __atomic_add_fetch(&ap_pool.sleepers, 1, __ATOMIC_SEQ_CST);
+            while (AP_GEN(s = ap_state()) == seen) pthread_cond_wait(&ap_pool.wake, &ap_pool.lock);
+            __atomic_sub_fetch(&ap_pool.sleepers, 1, __ATOMIC_SEQ_CST);
+            pthread_mutex_unlock(&ap_pool.lock);
+        }
+        seen = AP_GEN(s);
+        /* join this generation's job if it is still open and wants us */
+        while ((s & AP_OPEN) && AP_GEN(s) == seen &&
+               AP_TOTAL(s) < (uint64_t)__atomic_load_n(&ap_pool.want, __ATOMIC_RELAXED)) {
+            if (__atomic_compare_exchange_n(&ap_pool.state, &s, s + AP_TOTAL_ONE + AP_ACTIVE_ONE,
+                                            0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+                ap_pool.work(ap_pool.ctx);
+                __atomic_sub_fetch(&ap_pool.state, AP_ACTIVE_ONE, __ATOMIC_SEQ_CST);
+                break;
+            }
+        }
+    }
+    return NULL;
+}
+
+/* In a child after fork(): no workers, nothing held. */
+static void ap_pool_after_fork(void) {
+    pthread_mutex_init(&ap_pool.submit, NULL);
+    pthread_mutex_init(&ap_pool.lock, NULL);
+    pthread_cond_init(&ap_pool.wake, NULL);
+    ap_pool.sleepers = ap_pool.workers = 0;
+    ap_pool.state = 0;
+}
+
+static pthread_once_t ap_pool_once = PTHREAD_ONCE_INIT;
+static void ap_pool_init(void) { pthread_atfork(NULL, NULL, ap_pool_after_fork); }
+
+void ap_pool_run(int nt, ap_work_fn work, void *ctx) {
+    pthread_once(&ap_pool_once, ap_pool_init);
+    if (pthread_mutex_trylock(&ap_pool.submit) != 0) { /* another job runs: alone */
+        work(ctx);
+        return;
+    }
+    const int want = nt - 1 < AP_POOL_MAX ? nt - 1 : AP_POOL_MAX;
+    while (ap_pool.workers < want) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, ap_worker, NULL) != 0) break; /* fewer helpers */
+        pthread_detach(t);
+        ++ap_pool.workers;
+    }
+    ap_pool.work = work, ap_pool.ctx = ctx;
+    __atomic_store_n(&ap_pool.want, want, __ATOMIC_RELAXED);
+    const uint64_t s = ap_state();
+    __atomic_store_n(&ap_pool.state, ((AP_GEN(s) + 1) << AP_GEN_SHIFT) | AP_OPEN, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&ap_pool.sleepers, __ATOMIC_SEQ_CST) > 0) {
+        pthread_mutex_lock(&ap_pool.lock);
+        pthread_cond_broadcast(&ap_pool.wake);
+        pthread_mutex_unlock(&ap_pool.lock);
+    }
+    work(ctx);
+    /* close the job, then wait for the workers that joined it */
+    __atomic_fetch_and(&ap_pool.state, ~AP_OPEN, __ATOMIC_SEQ_CST);
+    for (int i = 0; AP_ACTIVE(ap_state()) != 0; ++i) {
+        if (i < 1000)
+            ap_relax();
+        else
+            sched_yield();
+    }
+    pthread_mutex_unlock(&ap_pool.submit);
+}
+
+#endif /* _OPENMP */

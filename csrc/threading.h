@@ -1,6 +1,9 @@
-/* threading.h - OpenMP over independent work items, with a minimum grain so
- * small tensors stay on one thread (a parallel region costs microseconds).
- * Builds without OpenMP run the same loops serially. The public thread
+/* threading.h - threads over independent work items, with a minimum grain
+ * so small tensors stay on one thread. Every kernel runs its threads through
+ * ap_parallel / ap_parallel_for (avgpool's own pool, threading.c: it
+ * survives fork(), which libgomp's does not). Builds without OpenMP run
+ * everything on the calling thread; OpenMP still gives the default thread
+ * count (ap_max_threads: OMP_NUM_THREADS, threadpoolctl). The public thread
  * queries (ap_openmp_enabled, ap_max_threads) are in threading.c. */
 #ifndef AP_THREADING_H
 #define AP_THREADING_H
@@ -17,10 +20,6 @@ static inline int ap_threads_for(const ap_plan *plan, int64_t work_elems) {
     if (t < 1) t = 1;
     return t < plan->num_threads ? (int)t : plan->num_threads;
 }
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 /* Work sharing by chunks taken from a shared counter: a thread that the OS
  * deschedules (a shared or busy machine) does not hold up the others, who
@@ -42,17 +41,22 @@ static inline int ap_next_chunk(int64_t *next, int64_t n, int64_t chunk, int64_t
 /* A thread's allocation failed: the call returns AP_ERR_OUT_OF_MEMORY. */
 static inline void ap_flag_failure(int *failed) { __atomic_store_n(failed, 1, __ATOMIC_RELAXED); }
 
-/* Run work(ctx) on nt threads, or on the calling thread alone when nt <= 1:
- * entering an OpenMP region costs about 0.4 us even for one thread
- * (libgomp builds a team), as much as a small kernel takes. The threads
- * share the work through ap_next_chunk on a counter in ctx. */
+/* Run work(ctx) on nt threads: the calling thread and up to nt - 1 workers
+ * of avgpool's pool (threading.c). One thread runs it directly: even an
+ * OpenMP region for one thread costs about 0.4 us (libgomp builds a team),
+ * as much as a small kernel. The threads share the work through
+ * ap_next_chunk on a counter in ctx, so a worker that the OS has not
+ * scheduled leaves its share to the others, and the caller waits only for
+ * workers that joined (not for an OpenMP barrier that every thread must
+ * reach: with another process busy on a core, that wait took milliseconds). */
 typedef void (*ap_work_fn)(void *ctx);
+
+void ap_pool_run(int nt, ap_work_fn work, void *ctx);
 
 static inline void ap_parallel(int nt, ap_work_fn work, void *ctx) {
 #ifdef _OPENMP
     if (nt > 1) {
-#pragma omp parallel num_threads(nt)
-        work(ctx);
+        ap_pool_run(nt, work, ctx);
         return;
     }
 #endif
@@ -60,13 +64,24 @@ static inline void ap_parallel(int nt, ap_work_fn work, void *ctx) {
     work(ctx);
 }
 
-#ifdef _OPENMP
-/* Declares ap_nt_ and opens a statically scheduled parallel for loop. */
-#define AP_OMP_PARALLEL_FOR(plan, work_elems)                     \
-    const int ap_nt_ = ap_threads_for((plan), (work_elems));      \
-    _Pragma("omp parallel for schedule(static) num_threads(ap_nt_) if (ap_nt_ > 1)")
-#else
-#define AP_OMP_PARALLEL_FOR(plan, work_elems) (void)(plan);
-#endif
+/* fn(ctx, lo, hi) over the chunks of [0, n), on nt threads (ap_parallel). */
+typedef void (*ap_range_fn)(void *ctx, int64_t lo, int64_t hi);
+
+typedef struct {
+    ap_range_fn fn;
+    void *ctx;
+    int64_t n, chunk, next;
+} ap_range_job;
+
+static inline void ap_range_work(void *arg) {
+    ap_range_job *job = (ap_range_job *)arg;
+    int64_t lo, hi;
+    while (ap_next_chunk(&job->next, job->n, job->chunk, &lo, &hi)) job->fn(job->ctx, lo, hi);
+}
+
+static inline void ap_parallel_for(int nt, int64_t n, ap_range_fn fn, void *ctx) {
+    ap_range_job job = {fn, ctx, n, ap_chunk_size(n, nt), 0};
+    ap_parallel(nt, ap_range_work, &job);
+}
 
 #endif /* AP_THREADING_H */

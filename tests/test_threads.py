@@ -24,6 +24,46 @@ def test_thread_counts_give_identical_results(layout):
         np.testing.assert_array_equal(avgpool.average_pool(x, DESC, layout=layout, num_threads=n), one)
 
 
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_box_results_do_not_depend_on_the_thread_count(layout):
+    """The box path restarts its running sums at bands fixed by the shape (5 bands of 72 rows
+    here), not by the threads: any thread count gives the same bits."""
+    x = np.random.default_rng(2).standard_normal((1, 3, 300, 50)).astype(np.float32)
+    if layout == "NHWC":
+        x = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    desc = avgpool.AveragePoolingDesc((9, 9), (1, 1), (4, 4), (4, 4), include_padding=True)
+    assert "box" in avgpool.explain(desc, x.shape, layout=layout) or avgpool._core.isa() == "scalar"
+    one = avgpool.average_pool(x, desc, layout=layout, num_threads=1)
+    for n in (2, 3, 8):
+        assert avgpool.average_pool(x, desc, layout=layout, num_threads=n).tobytes() == one.tobytes()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork() on this platform")
+def test_threads_work_in_a_forked_child():
+    """The pool's workers do not survive fork(): a child (multiprocessing's default start on
+    Linux, Dask's forked workers) starts with none and makes its own."""
+    want = avgpool.average_pool(X, DESC, num_threads=1)
+    avgpool.average_pool(X, DESC, num_threads=2)  # the parent's pool has a worker now
+    pid = os.fork()
+    if pid == 0:  # the child: exit status 0 only if threaded pooling works and agrees
+        try:
+            ok = all(np.array_equal(avgpool.average_pool(X, DESC, num_threads=2), want)
+                     for _ in range(20))
+        finally:
+            os._exit(0 if ok else 1)
+    for _ in range(600):  # 60 s: a deadlocked child fails the test instead of hanging it
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        import time
+        time.sleep(0.1)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child hung")
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
 def test_env_thread_count(monkeypatch):
     one = avgpool.average_pool(X, DESC, num_threads=1)
     monkeypatch.setenv("AVGPOOL_NUM_THREADS", "2")

@@ -13,8 +13,10 @@ and the output written once; ``%bw`` compares that with a large copy measured in
 is the better of its plain call and, where ``avgpool.compile_operator`` exists, the compiled
 operator's call (column ``avgpool-op``).
 
-``--contended`` times every implementation a second time with a busy process pinned to the
-last core (another program competing for the machine) and reports each one's slowdown.
+``--contended`` times every implementation's back-to-back calls (mean time per call, so that
+the occasional call a descheduled thread holds up for milliseconds counts) without and then with
+a busy process pinned to the last core (another program competing for the machine), and reports
+each one's slowdown.
 
 avgpool writes into an output buffer allocated once (``out=``), as an inference loop would and as
 OpenVINO's reused infer request does; ``--alloc`` makes it allocate per call instead, like torch and
@@ -488,6 +490,16 @@ def _time(fn: Callable, budget_s: float, min_reps: int, max_reps: int) -> Tuple[
     return statistics.median(times), min(times)
 
 
+def _mean_time(fn: Callable, budget_s: float) -> float:
+    """Seconds per call of back-to-back calls for about budget_s (after one warm-up call)."""
+    fn()
+    calls, start = 0, time.perf_counter()
+    while calls < 3 or time.perf_counter() - start < budget_s:
+        fn()
+        calls += 1
+    return (time.perf_counter() - start) / calls
+
+
 def copy_bandwidth(nbytes: int = 256 << 20) -> float:
     """GB/s of a large numpy copy (bytes read + bytes written)."""
     a = np.ones(nbytes // 4, np.float32)
@@ -577,12 +589,14 @@ def run(cases: List[Case], threads: int, quick: bool = False, peers: Optional[Li
             row["impls"][name] = {"median_us": med * 1e6, "min_us": mn * 1e6, "gbps": gbps,
                                   "bw_fraction": gbps / bandwidth}
             bar.update(1)
-        if contended:
+        if contended:  # throughput: the occasional call a descheduled thread stalls counts
+            quiet = {name: _mean_time(getattr(fn, "timed", fn), budget) for name, fn in impls.items()}
             with busy_core():
                 for name, fn in impls.items():
-                    med, mn = _time(getattr(fn, "timed", fn), budget, min_reps, max_reps)
-                    row["impls"][name]["contended_us"] = med * 1e6
-                    row["impls"][name]["slowdown"] = med * 1e6 / row["impls"][name]["median_us"]
+                    busy = _mean_time(getattr(fn, "timed", fn), budget)
+                    row["impls"][name]["quiet_mean_us"] = quiet[name] * 1e6
+                    row["impls"][name]["contended_mean_us"] = busy * 1e6
+                    row["impls"][name]["slowdown"] = busy / quiet[name]
         bar.update(1 + len(peers) - len(impls) + len(ours_names))
         ours = min(row["impls"][n]["median_us"] for n in ours_names)
         row["avgpool_us"] = ours
@@ -704,7 +718,8 @@ def format_table(result: dict) -> str:
     if s["min_ratio_best_peer"] is not None:
         out.append(f"lowest ratio to the fastest peer:   {s['min_ratio_best_peer']:.2f}x")
     if result.get("contended"):
-        out.append("\nslowdown with a busy process on one core (contended median / quiet median):")
+        out.append("\nslowdown with a busy process on one core (mean time per call of back-to-back "
+                   "calls, contended / quiet):")
         names = ["avgpool"] + (["avgpool-op"] if has_op else []) + peers
         slow = [["case", "layout"] + names]
         for r in rows:
