@@ -2,7 +2,9 @@
  *
  * Pools a 1 x 2 x 6 x 6 float tensor (N, C, H, W) with a 3 x 3 window,
  * stride 2 and padding 1 (padding excluded from the mean), then adaptively
- * to 2 x 2, and prints the results.
+ * to 2 x 2, and prints the results; then compiles the windowed pooling once
+ * (ap_operator_create_pool) and runs it on a stream of inputs, as an
+ * inference loop would.
  *
  * Build against an installation (scripts/test_c.sh does both):
  *   cmake -S . -B build -DCMAKE_PREFIX_PATH=<prefix> && cmake --build build
@@ -74,6 +76,25 @@ int main(void) {
     if (check(ap_adaptive_avgpool_f32(&adaptive, &in, x, z, 1), "ap_adaptive_avgpool_f32"))
         return 1;
     print_planes("adaptive_avg_pool to 2x2", z, in.channels, 2, 2);
+
+    /* Compiled once, run many times: the plan, kernel path and thread count
+     * are fixed at creation; each run only pools. */
+    ap_operator *op = NULL;
+    ap_error err;
+    if (ap_operator_create_pool(&pool, &in, AP_DTYPE_F32, 1, &op, &err) != AP_OK) {
+        fprintf(stderr, "ap_operator_create_pool: %s (%s)\n", err.detail, err.field);
+        return 1;
+    }
+    ap_tensor_desc out_desc;
+    ap_operator_output(op, &out_desc);
+    float frame[2 * 6 * 6], pooled[2 * 3 * 3];
+    for (int t = 0; t < 3; ++t) { /* three frames: every input value plus t */
+        for (int i = 0; i < 2 * 6 * 6; ++i) frame[i] = x[i] + (float)t;
+        if (check(ap_operator_run(op, frame, pooled), "ap_operator_run")) return 1;
+        printf("frame %d: first output %.3f, last %.3f (%lld x %lld per channel)\n", t, pooled[0],
+               pooled[2 * 3 * 3 - 1], (long long)out_desc.sizes[0], (long long)out_desc.sizes[1]);
+    }
+    ap_operator_destroy(op);
 
     /* Errors are status codes, never crashes. */
     pool.strides[0] = 0;

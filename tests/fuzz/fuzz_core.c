@@ -276,6 +276,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                     d.count_overhang, (long long)d.divisor_override);
             abort();
         }
+        /* the compiled operator of the same call gives the same bits */
+        ap_operator *op = NULL;
+        s = adaptive ? ap_operator_create_adaptive(&ad, &t, dtype, threads, &op, NULL)
+                     : ap_operator_create_pool(&d, &t, dtype, threads, &op, NULL);
+        if (s != AP_OK || !op) abort();
+        uint8_t *z = (uint8_t *)malloc((size_t)n_out * es + 1);
+        if (!z || ap_operator_run(op, x, z) != AP_OK || memcmp(z, dst, (size_t)n_out * es) != 0) {
+            fprintf(stderr, "path %s: the operator differs from the one-shot call\n", isas[k]);
+            abort();
+        }
+        free(z);
+        ap_operator_destroy(op);
         ++ran;
     }
     ap_set_isa(NULL);
