@@ -109,7 +109,7 @@ static const char *ap_vertical_why(const ap_plan *p, int64_t hstep, char *buf, s
 
 ap_path ap_choose_path(ap_plan *p, int lanes, char *why, size_t why_len) {
     const ap_axis_plan *ad = &p->axis[0], *ah = &p->axis[1], *aw = &p->axis[2];
-    p->vertical_running = p->horizontal_running = p->nhwc_rowsums = p->nhwc_roll3 = 0;
+    p->vertical_running = p->horizontal_running = p->nhwc_rowsums = 0;
     p->row_off = p->row_len = p->row_buflen = 0;
     if (p->batch == 0 || p->channels == 0) {
         p->path = AP_PATH_NONE, p->reason = "no output element";
@@ -161,16 +161,13 @@ ap_path ap_choose_path(ap_plan *p, int lanes, char *why, size_t why_len) {
         } else {
             p->path = AP_PATH_NHWC_DIRECT, p->reason = taps > 16 ? "row too long to buffer"
                                                                 : "window of at most 16 taps";
-            /* column sums pay when windows are 2+ rows tall and overlap along W;
-             * 3-wide stride-1 ones roll them through registers */
-            p->nhwc_roll3 = !p->adaptive && s == 1 && d == 1 && k == 3;
-            p->nhwc_rowsums = !p->nhwc_roll3 && ad->window * ah->window >= 2 &&
-                              (s == 0 || s < k) && aw->in <= (1 << 20) / C;
+            /* column sums pay when windows are 2+ rows tall and overlap along W */
+            p->nhwc_rowsums = ad->window * ah->window >= 2 && (s == 0 || s < k) &&
+                              aw->in <= (1 << 20) / C;
             AP_WHY("window of %lld taps%s: channel vectors summed over the taps%s", (long long)taps,
                    taps > 16 ? " (a padded (W, C) row > 1 M floats)" : " <= 16",
-                   p->nhwc_roll3 ? ", column sums rolled through registers (3 wide, stride 1)"
-                   : p->nhwc_rowsums ? " of a row of column sums (windows 2+ rows tall, "
-                                       "overlapping along W)" : " of the input");
+                   p->nhwc_rowsums ? " of a row of column sums (windows 2+ rows tall, "
+                                     "overlapping along W)" : " of the input");
         }
         return p->path;
     }

@@ -47,8 +47,6 @@ typedef struct ap_plan {
     int horizontal_running;     /* nhwc-separable: sliding sums along W     */
     int nhwc_rowsums;           /* nhwc-direct: an output row's window rows
                                    summed into a (W, C) row first           */
-    int nhwc_roll3;             /* nhwc-direct: 3-wide stride-1 windows, column
-                                   sums rolled through registers            */
     int64_t row_off;            /* rows paths and nhwc-separable: input
                                    position q at row buffer position
                                    row_off + q (uniform windows read their
