@@ -54,9 +54,13 @@ CASES = {
     "rows-gather-adaptive": ("rows-gather", "NCHW", (2, 3, 13, 17), None, (5, 7)),
     "int32-fallback": ("scalar-fallback", "NCHW", (1, 3, 5),
                        dict(window_size=(2,), dilations=(BIG,), end_padding=(BIG,)), None),
-    # 3 x 3 stride 1: over a row of column sums; stride 3 (no overlap): over the input
+    # overlapping windows (3 x 3 and 2 x 4, stride 1): over a row of column sums, channel tails
+    # of every vector width; stride 3 (no overlap): over the input
     "nhwc-direct": ("nhwc-direct", "NHWC", (1, 9, 10, 19),
                     dict(window_size=(3, 3), start_padding=(1, 1), end_padding=(1, 1)), None),
+    "nhwc-direct-rowsums": ("nhwc-direct", "NHWC", (1, 8, 9, 41),
+                            dict(window_size=(2, 4), start_padding=(0, 1), end_padding=(1, 2),
+                                 include_padding=True), None),
     "nhwc-direct-input": ("nhwc-direct", "NHWC", (2, 10, 11, 37),
                           dict(window_size=(3, 3), strides=(3, 3), start_padding=(1, 1),
                                dilations=(1, 2)), None),

@@ -7,7 +7,7 @@ same windows), PyTorch, ONNX Runtime and OpenVINO. A peer runs the cases it can 
 shows ``-`` elsewhere; a peer known to take seconds on a case is skipped there (``Case.skip``).
 
 Every case runs avgpool and each installed peer with the same thread count, checks that all
-outputs agree, then times them (median and min over repeats). GB/s counts the input read once
+outputs agree, then times them (median and min over repeats), in rounds of one call of each. GB/s counts the input read once
 and the output written once; ``%bw`` compares that with a large copy measured in the same run.
 ``ratio`` is the fastest peer's median over avgpool's (> 1: avgpool is faster); avgpool's time
 is the better of its plain call and, where ``avgpool.compile_operator`` exists, the compiled
@@ -478,16 +478,25 @@ _LEGEND = """columns:
 
 # ---------------------------------------------------------------- timing
 
-def _time(fn: Callable, budget_s: float, min_reps: int, max_reps: int) -> Tuple[float, float]:
-    """(median, min) seconds of fn over repeats after one warm-up call."""
-    fn()
-    times: List[float] = []
+def _time_rounds(fns: Dict[str, Callable], budget_s: float, min_reps: int,
+                 max_reps: int) -> Dict[str, Tuple[float, float]]:
+    """(median, min) seconds per implementation, timed in rounds of one call each, so that
+    every one runs right after the others: the threads a peer leaves spinning after its call
+    (onnxruntime's, OpenBLAS's) and other passing load fall on all of them alike, not on
+    whichever came first. Slow implementations (seconds a call) get min_reps calls."""
+    for fn in fns.values():
+        fn()  # warm-up
+    times: Dict[str, List[float]] = {name: [] for name in fns}
     start = time.perf_counter()
-    while len(times) < max_reps and (len(times) < min_reps or time.perf_counter() - start < budget_s):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), min(times)
+    reps = 0
+    while reps < max_reps and (reps < min_reps or
+                               time.perf_counter() - start < budget_s * len(fns)):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+        reps += 1
+    return {name: (statistics.median(t), min(t)) for name, t in times.items()}
 
 
 def _mean_time(fn: Callable, budget_s: float) -> float:
@@ -582,9 +591,8 @@ def run(cases: List[Case], threads: int, quick: bool = False, peers: Optional[Li
         row: Dict[str, Any] = {"case": case.id, "layout": layout, "dtype": case.dtype,
                                "threads": threads, "bytes": in_bytes + out_bytes, "agree": agree,
                                "impls": {}, "skipped": [p for p in peers if p in case.skip]}
-        for name, fn in impls.items():
-            timed = getattr(fn, "timed", fn)  # tflite: invoke() alone
-            med, mn = _time(timed, budget, min_reps, max_reps)
+        timed = {name: getattr(fn, "timed", fn) for name, fn in impls.items()}  # tflite: invoke()
+        for name, (med, mn) in _time_rounds(timed, budget, min_reps, max_reps).items():
             gbps = (in_bytes + out_bytes) / med / 1e9
             row["impls"][name] = {"median_us": med * 1e6, "min_us": mn * 1e6, "gbps": gbps,
                                   "bw_fraction": gbps / bandwidth}
