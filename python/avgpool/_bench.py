@@ -7,7 +7,8 @@ same windows), PyTorch, ONNX Runtime and OpenVINO. A peer runs the cases it can 
 shows ``-`` elsewhere; a peer known to take seconds on a case is skipped there (``Case.skip``).
 
 Every case runs avgpool and each installed peer with the same thread count, checks that all
-outputs agree, then times them (median and min over repeats), in rounds of one call of each. GB/s counts the input read once
+outputs agree, then times them one after the other (median and min over repeats, after a pause
+that lets the previous one's spinning threads fall asleep). GB/s counts the input read once
 and the output written once; ``%bw`` compares that with a large copy measured in the same run.
 ``ratio`` is the fastest peer's median over avgpool's (> 1: avgpool is faster); avgpool's time
 is the better of its plain call and, where ``avgpool.compile_operator`` exists, the compiled
@@ -51,6 +52,8 @@ __all__ = ["CASES", "Case", "run", "main", "noisy_impls", "load_per_core", "form
 # A run is flagged as noisy above these (see the module docstring).
 MAX_LOAD_PER_CORE = 0.5
 MAX_SPREAD = 1.5
+# Seconds of pause before each implementation's timing (see _time).
+SETTLE_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -478,29 +481,28 @@ _LEGEND = """columns:
 
 # ---------------------------------------------------------------- timing
 
-def _time_rounds(fns: Dict[str, Callable], budget_s: float, min_reps: int,
-                 max_reps: int) -> Dict[str, Tuple[float, float]]:
-    """(median, min) seconds per implementation, timed in rounds of one call each, so that
-    every one runs right after the others: the threads a peer leaves spinning after its call
-    (onnxruntime's, OpenBLAS's) and other passing load fall on all of them alike, not on
-    whichever came first. Slow implementations (seconds a call) get min_reps calls."""
-    for fn in fns.values():
-        fn()  # warm-up
-    times: Dict[str, List[float]] = {name: [] for name in fns}
+def _time(fn: Callable, budget_s: float, min_reps: int, max_reps: int) -> Tuple[float, float]:
+    """(median, min) seconds of fn over repeats, after a pause and one warm-up call.
+
+    The pause lets threads that the implementation timed before left spinning (onnxruntime's and
+    torch's OpenMP threads spin for milliseconds after a call) fall asleep, so they do not
+    compete with this one; timing implementations in interleaved rounds instead would charge
+    each one the spinning of the others (and favour the ones that spin longest)."""
+    time.sleep(SETTLE_S)
+    fn()
+    times: List[float] = []
     start = time.perf_counter()
-    reps = 0
-    while reps < max_reps and (reps < min_reps or
-                               time.perf_counter() - start < budget_s * len(fns)):
-        for name, fn in fns.items():
-            t0 = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - t0)
-        reps += 1
-    return {name: (statistics.median(t), min(t)) for name, t in times.items()}
+    while len(times) < max_reps and (len(times) < min_reps or time.perf_counter() - start < budget_s):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), min(times)
 
 
 def _mean_time(fn: Callable, budget_s: float) -> float:
-    """Seconds per call of back-to-back calls for about budget_s (after one warm-up call)."""
+    """Seconds per call of back-to-back calls for about budget_s (after a pause and one warm-up
+    call, as in _time)."""
+    time.sleep(SETTLE_S)
     fn()
     calls, start = 0, time.perf_counter()
     while calls < 3 or time.perf_counter() - start < budget_s:
@@ -591,8 +593,8 @@ def run(cases: List[Case], threads: int, quick: bool = False, peers: Optional[Li
         row: Dict[str, Any] = {"case": case.id, "layout": layout, "dtype": case.dtype,
                                "threads": threads, "bytes": in_bytes + out_bytes, "agree": agree,
                                "impls": {}, "skipped": [p for p in peers if p in case.skip]}
-        timed = {name: getattr(fn, "timed", fn) for name, fn in impls.items()}  # tflite: invoke()
-        for name, (med, mn) in _time_rounds(timed, budget, min_reps, max_reps).items():
+        for name, fn in impls.items():
+            med, mn = _time(getattr(fn, "timed", fn), budget, min_reps, max_reps)  # tflite: invoke()
             gbps = (in_bytes + out_bytes) / med / 1e9
             row["impls"][name] = {"median_us": med * 1e6, "min_us": mn * 1e6, "gbps": gbps,
                                   "bw_fraction": gbps / bandwidth}
