@@ -29,8 +29,9 @@
  *                output whatever the window (taken before rows-running and
  *                nhwc-separable, which remain for other strides);
  *   nhwc-*       channels last sums channel vectors directly, over a row
- *                of column sums when windows are 2+ rows tall and overlap
- *                along W, unless a window has more than 16 taps and a
+ *                of column sums when windows are 2+ rows tall and that
+ *                saves loads enough (4 x 4 stride 1; 3 x 3 stride 1 with
+ *                C of 1-2 vectors; not stride 2), unless a window has more than 16 taps and a
  *                padded (W, C) row fits a cached buffer (<= 1 M floats):
  *                then separably; windows of more than AP_NHWC_MAX_TAPS
  *                taps with longer rows take the scalar kernel.
@@ -161,13 +162,22 @@ ap_path ap_choose_path(ap_plan *p, int lanes, char *why, size_t why_len) {
         } else {
             p->path = AP_PATH_NHWC_DIRECT, p->reason = taps > 16 ? "row too long to buffer"
                                                                 : "window of at most 16 taps";
-            /* column sums pay when windows are 2+ rows tall and overlap along W */
-            p->nhwc_rowsums = ad->window * ah->window >= 2 && (s == 0 || s < k) &&
-                              aw->in <= (1 << 20) / C;
+            /* Column sums pay when they save enough loads. Per output, in channel
+             * vectors, with kh window rows: direct reads kh * k; the row of column
+             * sums reads kh * s and writes s (its input positions), then reads k.
+             * The direct reads mostly hit L1 (neighbouring windows share columns)
+             * while the row's pass streams whole rows from L2, so the row wins
+             * only by a third (4 x 4 stride 1: 16 against 9), or when C is one or
+             * two vectors and the per-tap cost of the direct sums dominates
+             * (3 x 3 stride 1: 9 against 7; measured on Zen 4). Adaptive: s = 0. */
+            const int64_t kh = ad->window * ah->window, via_row = (kh + 1) * s + k;
+            p->nhwc_rowsums = kh >= 2 && aw->in <= (1 << 20) / C &&
+                              (s == 0 || (via_row < kh * k &&
+                                          (2 * kh * k >= 3 * via_row || C <= 2 * lanes)));
             AP_WHY("window of %lld taps%s: channel vectors summed over the taps%s", (long long)taps,
                    taps > 16 ? " (a padded (W, C) row > 1 M floats)" : " <= 16",
-                   p->nhwc_rowsums ? " of a row of column sums (windows 2+ rows tall, "
-                                     "overlapping along W)" : " of the input");
+                   p->nhwc_rowsums ? " of a row of column sums (a third fewer loads than "
+                                     "the window's taps, or C of 1-2 vectors)" : " of the input");
         }
         return p->path;
     }
