@@ -68,6 +68,44 @@ ap_status ap_adaptive_avgpool(const ap_adaptive_desc *desc, const ap_tensor_desc
 }
 
 /* Heap operators: the plan as above, or the error's details. */
+/* The backward pass of a made plan: invert its taps, run the table's
+ * backward kernel. */
+static ap_status ap_backward_run(ap_plan *plan, const void *gy, void *gx) {
+    ap_status isa_status = AP_OK;
+    const ap_kernel_table *table = ap_kernels(&isa_status);
+    if (!table) return isa_status;
+    const int64_t n_in = plan->batch * plan->channels * plan->in_plane;
+    const int64_t n_out = plan->batch * plan->channels * plan->out_plane;
+    if ((n_out > 0 && !gy) || (n_in > 0 && !gx)) return AP_ERR_NULL_POINTER;
+    if (n_in == 0) return AP_OK;
+    ap_inverse inv;
+    ap_status s = ap_inverse_make(&inv, plan);
+    if (s == AP_OK) s = table->backward[plan->dtype](plan, &inv, gy, gx);
+    ap_inverse_free(&inv);
+    return s;
+}
+
+ap_status ap_avgpool_backward(const ap_pool_desc *desc, const ap_tensor_desc *input,
+                              ap_dtype dtype, const void *gy, void *gx, int num_threads) {
+    if (!desc || !input) return AP_ERR_NULL_POINTER;
+    ap_plan plan;
+    ap_status s = ap_plan_pool(&plan, desc, input, dtype, num_threads);
+    if (s == AP_OK) s = ap_backward_run(&plan, gy, gx);
+    ap_plan_free(&plan);
+    return s;
+}
+
+ap_status ap_adaptive_avgpool_backward(const ap_adaptive_desc *desc, const ap_tensor_desc *input,
+                                       ap_dtype dtype, const void *gy, void *gx,
+                                       int num_threads) {
+    if (!desc || !input) return AP_ERR_NULL_POINTER;
+    ap_plan plan;
+    ap_status s = ap_plan_adaptive(&plan, desc, input, dtype, num_threads);
+    if (s == AP_OK) s = ap_backward_run(&plan, gy, gx);
+    ap_plan_free(&plan);
+    return s;
+}
+
 static ap_status ap_operator_make(ap_operator *op, ap_status planned,
                                   const ap_tensor_desc *input, ap_operator **out) {
     const ap_status s = ap_operator_init(op, planned, input);

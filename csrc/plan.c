@@ -369,3 +369,49 @@ void ap_plan_free(ap_plan *plan) {
     free(plan->storage);
     plan->storage = NULL;
 }
+
+ap_status ap_inverse_make(ap_inverse *inv, const ap_plan *plan) {
+    memset(inv, 0, sizeof *inv);
+    /* sizes first, overflow-checked: in + 1 offsets and one entry per tap */
+    int64_t total = 0, entries[3];
+    for (int a = 0; a < 3; ++a) {
+        const ap_axis_plan *ax = &plan->axis[a];
+        int64_t e = 0;
+        for (int64_t o = 0; o < ax->out; ++o)
+            if (ap_add_overflow(e, ax->taps[o], &e)) return AP_ERR_OVERFLOW;
+        entries[a] = e;
+        if (ap_add_overflow(total, ax->in + 1, &total) || ap_add_overflow(total, e, &total))
+            return AP_ERR_OVERFLOW;
+    }
+    if ((uint64_t)total > SIZE_MAX / sizeof(int64_t)) return AP_ERR_OVERFLOW;
+    inv->storage = (int64_t *)calloc((size_t)total, sizeof(int64_t));
+    if (!inv->storage) return AP_ERR_OUT_OF_MEMORY;
+    int64_t *next = inv->storage;
+    for (int a = 0; a < 3; ++a) {
+        const ap_axis_plan *ax = &plan->axis[a];
+        ap_axis_inverse *iv = &inv->axis[a];
+        iv->off = next;
+        iv->list = next + ax->in + 1;
+        next = iv->list + entries[a];
+        /* counting sort: count the windows of each input in off[i + 1],
+         * prefix-sum (off[i]: where i's outputs start), fill in ascending
+         * order with off[i] as the cursor */
+        for (int64_t o = 0; o < ax->out; ++o)
+            for (int64_t t = 0; t < ax->taps[o]; ++t) ++iv->off[ax->first[o] + t * ax->step + 1];
+        for (int64_t i = 0; i < ax->in; ++i) iv->off[i + 1] += iv->off[i];
+        for (int64_t o = 0; o < ax->out; ++o)
+            for (int64_t t = 0; t < ax->taps[o]; ++t) {
+                const int64_t i = ax->first[o] + t * ax->step;
+                iv->list[iv->off[i]++] = o;
+            }
+        /* the fill moved each off[i] to the start of i + 1: shift back */
+        for (int64_t i = ax->in; i > 0; --i) iv->off[i] = iv->off[i - 1];
+        iv->off[0] = 0;
+    }
+    return AP_OK;
+}
+
+void ap_inverse_free(ap_inverse *inv) {
+    free(inv->storage);
+    inv->storage = NULL;
+}

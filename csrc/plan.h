@@ -63,6 +63,25 @@ ap_status ap_plan_adaptive(ap_plan *plan, const ap_adaptive_desc *desc,
                            const ap_tensor_desc *input, ap_dtype dtype, int num_threads);
 void ap_plan_free(ap_plan *plan);
 
+/* The plan's taps inverted, for the backward pass: per axis, the outputs
+ * whose windows count input position i are list[off[i] .. off[i + 1]), in
+ * ascending order (the taps of every output, once each, so at most
+ * out * window entries per axis). */
+typedef struct ap_axis_inverse {
+    int64_t *off;  /* [in + 1] */
+    int64_t *list; /* [off[in]] */
+} ap_axis_inverse;
+
+typedef struct ap_inverse {
+    ap_axis_inverse axis[3]; /* D, H, W, as in the plan */
+    int64_t *storage;        /* owns every table        */
+} ap_inverse;
+
+/* AP_OK, AP_ERR_OVERFLOW or AP_ERR_OUT_OF_MEMORY; free with ap_inverse_free
+ * (also after a failure). */
+ap_status ap_inverse_make(ap_inverse *inv, const ap_plan *plan);
+void ap_inverse_free(ap_inverse *inv);
+
 /* Choose the kernel path of a validated plan for a kernel of `lanes` float
  * lanes (0: the scalar kernel) and store it, with the fields above. When
  * `why` is not NULL, also write a sentence with the numbers that decided

@@ -74,6 +74,11 @@ cdef extern from "avgpool.h" nogil:
                          ap_dtype dtype, const void *x, void *y, int num_threads)
     ap_status ap_adaptive_avgpool(const ap_adaptive_desc *desc, const ap_tensor_desc *input,
                                   ap_dtype dtype, const void *x, void *y, int num_threads)
+    ap_status ap_avgpool_backward(const ap_pool_desc *desc, const ap_tensor_desc *input,
+                                  ap_dtype dtype, const void *gy, void *gx, int num_threads)
+    ap_status ap_adaptive_avgpool_backward(const ap_adaptive_desc *desc,
+                                           const ap_tensor_desc *input, ap_dtype dtype,
+                                           const void *gy, void *gx, int num_threads)
     ap_status ap_explain_pool(const ap_pool_desc *desc, const ap_tensor_desc *input,
                               ap_dtype dtype, char *buf, size_t len)
     ap_status ap_explain_adaptive(const ap_adaptive_desc *desc, const ap_tensor_desc *input,

@@ -95,9 +95,10 @@ cdef int _threads(num_threads) except -1:
 
 
 
-cdef cnp.ndarray _output(cnp.ndarray a, tuple shape, out, x):
+cdef cnp.ndarray _output(cnp.ndarray a, tuple shape, out, x, str name="x"):
     """A new output array, or `out` checked against shape, dtype, layout and overlap with the
-    array `a` the kernel reads and the caller's `x` (of which `a` may be a copy)."""
+    array `a` the kernel reads and the caller's `x` (of which `a` may be a copy); `name` is
+    x's argument name."""
     cdef cnp.ndarray y
     cdef cnp.npy_intp dims[5]
     cdef int i
@@ -107,21 +108,21 @@ cdef cnp.ndarray _output(cnp.ndarray a, tuple shape, out, x):
         try:
             return cnp.PyArray_EMPTY(len(shape), dims, cnp.PyArray_TYPE(a), 0)
         except ValueError:  # numpy: "array is too big"
-            raise ValueError(f"x: the output of shape {shape} is too big for a numpy array") from None
+            raise ValueError(f"{name}: the output of shape {shape} is too big for a numpy array") from None
     if type(out) is not np.ndarray:
         raise TypeError(f"out must be a numpy.ndarray, got {type(out).__name__}")
     if out.shape != shape:
         raise ValueError(f"out has shape {out.shape}, expected {shape}")
     dtype = (<object>a).dtype
     if out.dtype != dtype:
-        raise TypeError(f"out has dtype {out.dtype}, expected {dtype} (the dtype of x)")
+        raise TypeError(f"out has dtype {out.dtype}, expected {dtype} (the dtype of {name})")
     y = out
     if not cnp.PyArray_IS_C_CONTIGUOUS(y):
         raise ValueError("out must be C-contiguous")
     if not cnp.PyArray_ISWRITEABLE(y):
         raise ValueError("out must be writeable")
     if _overlap(a, y) or (x is not a and np.may_share_memory(x, y)):
-        raise ValueError("out must not overlap x")
+        raise ValueError(f"out must not overlap {name}")
     return y
 
 
@@ -133,14 +134,16 @@ cdef inline bint _overlap(cnp.ndarray a, cnp.ndarray b):
             pa < pb + cnp.PyArray_NBYTES(b) and pb < pa + cnp.PyArray_NBYTES(a))
 
 
-cdef cnp.ndarray _prepare(x):
-    """x as a native-byte-order, C-contiguous ndarray of a supported dtype."""
+cdef cnp.ndarray _prepare(x, str name="x"):
+    """x as a native-byte-order, C-contiguous ndarray of a supported dtype (`name`: x's
+    argument name)."""
     cdef cnp.ndarray a = x
     if not cnp.PyArray_ISNOTSWAPPED(a):
         a = x.astype(x.dtype.newbyteorder("="))  # byte-swapped data: a native copy
     if _dtype_code(a) < 0:
         raise TypeError(
-            f"x: dtype {x.dtype} is not supported; use float32, float64, float16 or bfloat16")
+            f"{name}: dtype {x.dtype} is not supported; use float32, float64, float16 or "
+            f"bfloat16")
     if not cnp.PyArray_IS_C_CONTIGUOUS(a):
         a = np.ascontiguousarray(a)
     return a
@@ -250,18 +253,20 @@ cdef int _raise(ap_status status, str detail="", str argument=None) except -1:
     raise ValueError(f"{argument}: {message}")
 
 
-cdef int _tensor(ap_tensor_desc *t, tuple shape, int rank, int layout, str field) except -1:
+cdef int _tensor(ap_tensor_desc *t, tuple shape, int rank, int layout, str field,
+                 str name="x") except -1:
     """Describe an (N, C, *spatial) or (N, *spatial, C) shape for the core; `field` is the
-    descriptor field that sets the rank (named with x when the ranks differ)."""
+    descriptor field that sets the rank (named with `name`, the shape's argument, when the
+    ranks differ)."""
     cdef Py_ssize_t i
     if len(shape) != rank + 2:
         axes = ("L",), ("H", "W"), ("D", "H", "W")
         spatial = ", ".join(axes[rank - 1]) if 1 <= rank <= 3 else "..."
         expect = f"(N, C, {spatial})" if layout == AP_LAYOUT_NCHW else f"(N, {spatial}, C)"
         raise ValueError(
-            f"x/{field}: {field} has {rank} {'entry' if rank == 1 else 'entries'} "
-            f"({rank} spatial {'axis' if rank == 1 else 'axes'}), so x must be a {rank + 2}-D "
-            f"input {expect}, got shape {shape}")
+            f"{name}/{field}: {field} has {rank} {'entry' if rank == 1 else 'entries'} "
+            f"({rank} spatial {'axis' if rank == 1 else 'axes'}), so {name} must be a "
+            f"{rank + 2}-D input {expect}, got shape {shape}")
     t.rank = rank
     t.layout = <ap_layout>layout
     t.batch = shape[0]
@@ -304,6 +309,13 @@ cdef inline bint _has_shape(cnp.ndarray a, tuple shape):
         if dims[i] != <cnp.npy_intp>shape[i]:
             return False
     return True
+
+
+cdef int _check_grad_shape(cnp.ndarray gy, tuple expected, tuple input_shape) except -1:
+    if (<object>gy).shape != expected:
+        raise ValueError(f"grad_out has shape {(<object>gy).shape}, expected {expected} (the "
+                         f"output shape for input_shape {input_shape})")
+    return 0
 
 
 cdef class CompiledOperator:
@@ -495,6 +507,31 @@ cdef class PoolDesc:
             self._fail(s, &t)
         return y
 
+    def run_backward(self, gy, tuple input_shape, layout, out, num_threads):
+        """The gradient with respect to an input of input_shape, from gy, the gradient with
+        respect to the output (into out, or a new array)."""
+        cdef cnp.ndarray a = _prepare(gy, "grad_out")
+        cdef ap_tensor_desc t
+        cdef int64_t sizes[3]
+        cdef ap_dtype dtype = <ap_dtype>_dtype_code(a)
+        _tensor(&t, input_shape, self.c.rank, _layout(layout), "window_size", "input_shape")
+        cdef ap_status s = ap_pool_output_sizes(&self.c, &t, sizes)
+        if s != AP_OK:
+            self._fail(s, &t)
+        _check_grad_shape(a, _shape(&t, sizes), input_shape)
+        cdef int nt = _threads(num_threads)
+        cdef cnp.ndarray y = _output(a, input_shape, out, gy, "grad_out")
+        cdef const void *gp = cnp.PyArray_DATA(a)
+        cdef void *xp = cnp.PyArray_DATA(y)
+        if cnp.PyArray_NBYTES(y) < _GIL_FREE_BYTES:
+            s = ap_avgpool_backward(&self.c, &t, dtype, gp, xp, nt)
+        else:
+            with nogil:
+                s = ap_avgpool_backward(&self.c, &t, dtype, gp, xp, nt)
+        if s != AP_OK:
+            self._fail(s, &t)
+        return y
+
 
 cdef class AdaptiveDesc:
     """A validated ap_adaptive_desc; built by avgpool.AdaptiveAveragePoolingDesc."""
@@ -571,3 +608,28 @@ cdef class AdaptiveDesc:
             self._fail(s, &t)
         return y
 
+
+    def run_backward(self, gy, tuple input_shape, layout, out, num_threads):
+        """The gradient with respect to an input of input_shape, from gy, the gradient with
+        respect to the output (into out, or a new array)."""
+        cdef cnp.ndarray a = _prepare(gy, "grad_out")
+        cdef ap_tensor_desc t
+        cdef int64_t sizes[3]
+        cdef ap_dtype dtype = <ap_dtype>_dtype_code(a)
+        _tensor(&t, input_shape, self.c.rank, _layout(layout), "output_sizes", "input_shape")
+        cdef ap_status s = ap_adaptive_output_sizes(&self.c, &t, sizes)
+        if s != AP_OK:
+            self._fail(s, &t)
+        _check_grad_shape(a, _shape(&t, sizes), input_shape)
+        cdef int nt = _threads(num_threads)
+        cdef cnp.ndarray y = _output(a, input_shape, out, gy, "grad_out")
+        cdef const void *gp = cnp.PyArray_DATA(a)
+        cdef void *xp = cnp.PyArray_DATA(y)
+        if cnp.PyArray_NBYTES(y) < _GIL_FREE_BYTES:
+            s = ap_adaptive_avgpool_backward(&self.c, &t, dtype, gp, xp, nt)
+        else:
+            with nogil:
+                s = ap_adaptive_avgpool_backward(&self.c, &t, dtype, gp, xp, nt)
+        if s != AP_OK:
+            self._fail(s, &t)
+        return y

@@ -11,7 +11,8 @@ import math
 
 import numpy as np
 
-__all__ = ["ref_average_pool", "ref_adaptive_average_pool", "ref_output_size"]
+__all__ = ["ref_average_pool", "ref_adaptive_average_pool", "ref_output_size",
+           "ref_average_pool_backward", "ref_adaptive_average_pool_backward"]
 
 
 def _to_channels_first(x, layout):
@@ -117,3 +118,34 @@ def ref_adaptive_average_pool(x, output_sizes, layout="NCHW"):
             count += 1
         y[(slice(None), slice(None)) + o] = total / count
     return _from_channels_first(y, layout)
+
+
+def _transpose_of(forward, grad_out, input_shape, layout):
+    """grad_out pulled back through the linear map `forward` (channels first, float64): run it
+    on every unit input e_i at once (the identity as the batch axis) to get the weight of input
+    position i in each output o, then gx[n, c, i] = sum over o of weight[i, o] * g[n, c, o]."""
+    gc = _to_channels_first(np.asarray(grad_out, dtype=np.float64), layout)
+    ins = tuple(_to_channels_first(np.empty(input_shape, np.int8), layout).shape[2:])
+    size = math.prod(ins)
+    weights = forward(np.eye(size).reshape((size, 1) + ins))[:, 0]  # (i, *outs)
+    # windows without a derivative (a divisor of 0 gives NaN whatever x holds) send nothing
+    weights = np.where(np.isfinite(weights), weights, 0.0).reshape(size, -1)
+    N, C = gc.shape[:2]
+    gx = (gc.reshape(N, C, -1) @ weights.T).reshape((N, C) + ins)
+    return _from_channels_first(gx, layout)
+
+
+def ref_average_pool_backward(grad_out, input_shape, window, layout="NCHW", **kwargs):
+    """Gradient of ref_average_pool (same keyword arguments) with respect to an x of
+    input_shape, float64, per docs/semantics.md: every valid tap of window o receives
+    grad_out[o] / divisor(o); a divisor of 0 sends nothing. Derived as the transpose of the
+    forward reference, so it shares no code path with the library's gather."""
+    return _transpose_of(lambda e: ref_average_pool(e, window, **kwargs), grad_out, input_shape,
+                         layout)
+
+
+def ref_adaptive_average_pool_backward(grad_out, input_shape, output_sizes, layout="NCHW"):
+    """Gradient of ref_adaptive_average_pool with respect to an x of input_shape (float64), the
+    transpose of the forward reference."""
+    return _transpose_of(lambda e: ref_adaptive_average_pool(e, output_sizes), grad_out,
+                         input_shape, layout)

@@ -250,6 +250,29 @@ AP_API ap_status ap_avgpool(const ap_pool_desc *desc, const ap_tensor_desc *inpu
 AP_API ap_status ap_adaptive_avgpool(const ap_adaptive_desc *desc, const ap_tensor_desc *input,
                                      ap_dtype dtype, const void *x, void *y, int num_threads);
 
+/* The backward pass (gradient) of ap_avgpool: given gy, the gradient of a
+ * loss with respect to the output y, write gx, its gradient with respect to
+ * the input x. Every input position that a window o counts (a valid tap,
+ * not padding) receives gy[o] / divisor(o) from each such window, the same
+ * divisor as the forward (divisor_override included); a window whose
+ * divisor is 0 sends nothing back (its output is NaN whatever x holds).
+ * docs/semantics.md, section "Backward".
+ *   desc, input, dtype, num_threads   as for ap_avgpool
+ *   gy   the output's gradient: batch x channels x output sizes elements in
+ *        input's layout, read only; may be NULL if it has no element
+ *   gx   receives the input's gradient (every element written, 0 where no
+ *        window counts the position); may be NULL if it has no element
+ * float16 and bfloat16 sum in float32, float32 in float32, float64 in
+ * float64, gathering per input element: no atomics, and the result is the
+ * same for any num_threads. Errors: those of ap_avgpool. */
+AP_API ap_status ap_avgpool_backward(const ap_pool_desc *desc, const ap_tensor_desc *input,
+                                     ap_dtype dtype, const void *gy, void *gx, int num_threads);
+/* The backward pass of ap_adaptive_avgpool; arguments and errors as for
+ * ap_avgpool_backward and ap_adaptive_avgpool. */
+AP_API ap_status ap_adaptive_avgpool_backward(const ap_adaptive_desc *desc,
+                                              const ap_tensor_desc *input, ap_dtype dtype,
+                                              const void *gy, void *gx, int num_threads);
+
 /* Compiled operators: validate and plan once, run many times (DirectML's
  * compiled operator, XNNPACK's create / reshape / setup). The operator holds
  * the per-axis tables, the kernel path and the kernel of the instruction

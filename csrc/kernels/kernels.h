@@ -12,12 +12,17 @@
 
 typedef ap_status (*ap_kernel_fn)(const ap_plan *plan, const void *x, void *y);
 
+/* Backward: gx (input shape) from gy (output shape), either layout. */
+typedef ap_status (*ap_backward_fn)(const ap_plan *plan, const ap_inverse *inv, const void *gy,
+                                    void *gx);
+
 /* Indexed [layout][dtype]; lanes[dtype] is the float lanes of that dtype's
  * kernels, 0 where they are the scalar ones (ap_choose_path needs it). */
 typedef struct ap_kernel_table {
     const char *isa;
     ap_kernel_fn pool[2][4];
     int lanes[4];
+    ap_backward_fn backward[4]; /* [dtype], both layouts */
 } ap_kernel_table;
 
 ap_status ap_avgpool_nchw_f32_scalar(const ap_plan *plan, const void *x, void *y);
@@ -28,6 +33,14 @@ ap_status ap_avgpool_nhwc_f32_scalar(const ap_plan *plan, const void *x, void *y
 ap_status ap_avgpool_nhwc_f64_scalar(const ap_plan *plan, const void *x, void *y);
 ap_status ap_avgpool_nhwc_f16_scalar(const ap_plan *plan, const void *x, void *y);
 ap_status ap_avgpool_nhwc_bf16_scalar(const ap_plan *plan, const void *x, void *y);
+ap_status ap_avgpool_backward_f32_scalar(const ap_plan *plan, const ap_inverse *inv,
+                                         const void *gy, void *gx);
+ap_status ap_avgpool_backward_f64_scalar(const ap_plan *plan, const ap_inverse *inv,
+                                         const void *gy, void *gx);
+ap_status ap_avgpool_backward_f16_scalar(const ap_plan *plan, const ap_inverse *inv,
+                                         const void *gy, void *gx);
+ap_status ap_avgpool_backward_bf16_scalar(const ap_plan *plan, const ap_inverse *inv,
+                                          const void *gy, void *gx);
 
 /* The kernel table in use (dispatch.c): chosen at the first call from
  * AVGPOOL_ISA or the CPU, or by ap_set_isa. NULL when AVGPOOL_ISA names an

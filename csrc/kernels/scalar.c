@@ -64,4 +64,6 @@ const ap_kernel_table ap_kernels_scalar = {
      {ap_avgpool_nhwc_f32_scalar, ap_avgpool_nhwc_f64_scalar, ap_avgpool_nhwc_f16_scalar,
       ap_avgpool_nhwc_bf16_scalar}},
     {0, 0, 0, 0},
+    {ap_avgpool_backward_f32_scalar, ap_avgpool_backward_f64_scalar,
+     ap_avgpool_backward_f16_scalar, ap_avgpool_backward_bf16_scalar},
 };

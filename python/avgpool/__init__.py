@@ -8,7 +8,8 @@ mapped onto :class:`AveragePoolingDesc` / :class:`AdaptiveAveragePoolingDesc`.
 from __future__ import annotations
 
 from . import _core
-from ._api import adaptive_average_pool, average_pool, compile_operator
+from ._api import (adaptive_average_pool, adaptive_average_pool_backward, average_pool,
+                   average_pool_backward, compile_operator)
 from ._desc import AdaptiveAveragePoolingDesc, AveragePoolingDesc
 from ._explain import explain
 
@@ -35,6 +36,8 @@ __all__ = [
     "AdaptiveAveragePoolingDesc",
     "average_pool",
     "adaptive_average_pool",
+    "average_pool_backward",
+    "adaptive_average_pool_backward",
     "compile_operator",
     "explain",
     "info",

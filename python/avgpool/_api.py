@@ -18,7 +18,8 @@ from ._frontend import adaptive_desc
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["average_pool", "adaptive_average_pool", "compile_operator"]
+__all__ = ["average_pool", "adaptive_average_pool", "average_pool_backward",
+           "adaptive_average_pool_backward", "compile_operator"]
 
 _BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 _core.register_bfloat16(_BFLOAT16)
@@ -156,6 +157,68 @@ def _adaptive_desc(sizes: Any) -> AdaptiveAveragePoolingDesc:
     return AdaptiveAveragePoolingDesc(sizes)
 
 
+def _run_backward(core_desc: Union[_core.PoolDesc, _core.AdaptiveDesc], grad_out: Any,
+                  input_shape: Sequence[int], layout: str, out: Optional[np.ndarray],
+                  num_threads: Optional[int]) -> Any:
+    shape = _shape_tuple(input_shape)
+    if type(grad_out) is np.ndarray:
+        return core_desc.run_backward(grad_out, shape, layout, out, num_threads)
+    g = core_desc.run_backward(as_array(grad_out), shape, layout, out, num_threads)
+    return numpy_to_torch(g) if out is None and is_torch(grad_out) else g
+
+
+def average_pool_backward(grad_out: Any, desc: AveragePoolingDesc, input_shape: Sequence[int],
+                          *, layout: str = "NCHW", out: Optional[np.ndarray] = None,
+                          num_threads: Optional[int] = None) -> Any:
+    """The gradient of :func:`average_pool` with respect to its input.
+
+    ``grad_out`` is the gradient of a loss with respect to the output of
+    ``average_pool(x, desc, layout=layout)`` for an ``x`` of shape ``input_shape``; the result,
+    of shape ``input_shape`` and the dtype of ``grad_out``, is the gradient with respect to
+    ``x``. Every input position that a window ``o`` counts (a valid tap, not padding) receives
+    ``grad_out[o] / divisor(o)`` from each such window, with the forward's divisor::
+
+        grad_in[i] = sum over the windows o that count i of grad_out[o] / divisor(o)
+
+    float16 and bfloat16 sum in float32. The result does not depend on ``num_threads`` (each
+    element is gathered by one thread, in a fixed order). ``layout``, ``out`` and
+    ``num_threads`` are as in :func:`average_pool`; a torch tensor in gives a tensor out.
+
+    >>> import numpy as np, avgpool
+    >>> desc = avgpool.AveragePoolingDesc((2,), strides=(1,))
+    >>> avgpool.average_pool_backward(np.ones((1, 1, 2), np.float32), desc, (1, 1, 3))
+    array([[[0.5, 1. , 0.5]]], dtype=float32)
+    """
+    if not isinstance(desc, AveragePoolingDesc):
+        raise TypeError(f"desc must be an AveragePoolingDesc, got {type(desc).__name__}")
+    return _run_backward(desc._c, grad_out, input_shape, layout, out, num_threads)
+
+
+def adaptive_average_pool_backward(
+        grad_out: Any, desc_or_output_sizes: Union[AdaptiveAveragePoolingDesc, Sequence[int]],
+        input_shape: Sequence[int], *, layout: str = "NCHW", out: Optional[np.ndarray] = None,
+        num_threads: Optional[int] = None) -> Any:
+    """The gradient of :func:`adaptive_average_pool` with respect to its input.
+
+    As :func:`average_pool_backward`, with adaptive windows: each input position receives
+    ``grad_out[o] / len(window o)`` from every window ``o`` that covers it.
+
+    >>> import numpy as np, avgpool
+    >>> avgpool.adaptive_average_pool_backward(np.ones((1, 1, 1), np.float32), (1,), (1, 1, 4))
+    array([[[0.25, 0.25, 0.25, 0.25]]], dtype=float32)
+    """
+    desc = desc_or_output_sizes
+    if not isinstance(desc, AdaptiveAveragePoolingDesc):
+        desc = _adaptive_desc(tuple(desc) if isinstance(desc, list) else desc)
+    return _run_backward(desc._c, grad_out, input_shape, layout, out, num_threads)
+
+
+def _shape_tuple(input_shape: Any) -> Tuple[int, ...]:
+    if isinstance(input_shape, (str, bytes)) or not hasattr(input_shape, "__iter__"):
+        raise TypeError(f"input_shape must be a sequence of ints, got {input_shape!r}")
+    return tuple(_shape_entry(v) for v in input_shape)
+
+
 def compile_operator(desc: Union[AveragePoolingDesc, AdaptiveAveragePoolingDesc, Sequence[int]],
                      input_shape: Sequence[int], dtype: Any, *, layout: str = "NCHW",
                      num_threads: Optional[int] = None) -> _core.CompiledOperator:
@@ -190,9 +253,7 @@ def compile_operator(desc: Union[AveragePoolingDesc, AdaptiveAveragePoolingDesc,
     else:
         raise TypeError(f"desc must be an AveragePoolingDesc, an AdaptiveAveragePoolingDesc or "
                         f"a sequence of output sizes, got {type(desc).__name__}")
-    if isinstance(input_shape, (str, bytes)) or not hasattr(input_shape, "__iter__"):
-        raise TypeError(f"input_shape must be a sequence of ints, got {input_shape!r}")
-    shape = tuple(_shape_entry(v) for v in input_shape)
+    shape = _shape_tuple(input_shape)
     try:
         dt = np.dtype(dtype)
     except TypeError:

@@ -235,6 +235,14 @@ static void test_null_pointers(void) {
     EXPECT(ap_avgpool(&d, NULL, AP_DTYPE_F32, x, y, 1), AP_ERR_NULL_POINTER);
     EXPECT(ap_avgpool(&d, &t, AP_DTYPE_F32, NULL, y, 1), AP_ERR_NULL_POINTER);
     EXPECT(ap_avgpool(&d, &t, AP_DTYPE_F32, x, NULL, 1), AP_ERR_NULL_POINTER);
+    EXPECT(ap_avgpool_backward(NULL, &t, AP_DTYPE_F32, y, x, 1), AP_ERR_NULL_POINTER);
+    EXPECT(ap_avgpool_backward(&d, NULL, AP_DTYPE_F32, y, x, 1), AP_ERR_NULL_POINTER);
+    EXPECT(ap_avgpool_backward(&d, &t, AP_DTYPE_F32, NULL, x, 1), AP_ERR_NULL_POINTER);
+    EXPECT(ap_avgpool_backward(&d, &t, AP_DTYPE_F32, y, NULL, 1), AP_ERR_NULL_POINTER);
+    EXPECT(ap_adaptive_avgpool_backward(NULL, &t, AP_DTYPE_F32, y, x, 1), AP_ERR_NULL_POINTER);
+    EXPECT(ap_adaptive_avgpool_backward(&a, NULL, AP_DTYPE_F32, y, x, 1), AP_ERR_NULL_POINTER);
+    EXPECT(ap_adaptive_avgpool_backward(&a, &t, AP_DTYPE_F32, NULL, x, 1), AP_ERR_NULL_POINTER);
+    EXPECT(ap_adaptive_avgpool_backward(&a, &t, AP_DTYPE_F32, y, NULL, 1), AP_ERR_NULL_POINTER);
     EXPECT(ap_adaptive_avgpool(NULL, &t, AP_DTYPE_F32, x, y, 1), AP_ERR_NULL_POINTER);
     EXPECT(ap_adaptive_avgpool(&a, NULL, AP_DTYPE_F32, x, y, 1), AP_ERR_NULL_POINTER);
     EXPECT(ap_adaptive_avgpool(&a, &t, AP_DTYPE_F32, NULL, y, 1), AP_ERR_NULL_POINTER);
@@ -450,6 +458,38 @@ static void test_padding_divisors(void) {
             want[oh * 5 + ow] = rows * cols / 9.0; /* corners 4/9, edges 6/9 */
         }
     expect_all("5x5 k3 s1 pad1 include, ones", &d, NULL, &t, ones, want, 25);
+}
+
+/* The backward pass by hand: 1-D, in 5, window 3, stride 2, pads 1/1 (windows {-1,0,1},
+ * {1,2,3}, {3,4,5}), exclude pad (divisors 2, 3, 2) and include pad (3, 3, 3); adaptive 5 -> 2
+ * (windows [0, 3) and [2, 5)). */
+static void test_backward_by_hand(void) {
+    const ap_tensor_desc t = tensor(1, 1, 1, 5, 0, 0, AP_LAYOUT_NCHW);
+    ap_pool_desc d = pool(1, 3, 2, 1, 1);
+    const double gy[3] = {6, 12, 6};
+    double gx[5];
+    EXPECT(ap_avgpool_backward(&d, &t, AP_DTYPE_F64, gy, gx, 1), AP_OK);
+    const double want[5] = {3, 3 + 4, 4, 4 + 3, 3};
+    for (int i = 0; i < 5; ++i)
+        CHECK(gx[i] == want[i], "[%s] backward exclude pad gx[%d] = %g, want %g", cur_isa, i,
+              gx[i], want[i]);
+    d.include_padding = 1;
+    EXPECT(ap_avgpool_backward(&d, &t, AP_DTYPE_F64, gy, gx, 1), AP_OK);
+    const double want_incl[5] = {2, 2 + 4, 4, 4 + 2, 2};
+    for (int i = 0; i < 5; ++i)
+        CHECK(gx[i] == want_incl[i], "[%s] backward include pad gx[%d] = %g, want %g", cur_isa,
+              i, gx[i], want_incl[i]);
+    const ap_adaptive_desc a = adaptive(1, 2, 0, 0);
+    const float gya[2] = {3, 6};
+    float gxa[5];
+    EXPECT(ap_adaptive_avgpool_backward(&a, &t, AP_DTYPE_F32, gya, gxa, 2), AP_OK);
+    const float want_a[5] = {1, 1, 3, 2, 2};
+    for (int i = 0; i < 5; ++i)
+        CHECK(gxa[i] == want_a[i], "[%s] adaptive backward gx[%d] = %g, want %g", cur_isa, i,
+              (double)gxa[i], (double)want_a[i]);
+    /* an invalid descriptor: the forward's status */
+    ap_pool_desc bad = pool(1, 9, 1, 0, 0);
+    EXPECT(ap_avgpool_backward(&bad, &t, AP_DTYPE_F64, gy, gx, 1), AP_ERR_WINDOW_TOO_LARGE);
 }
 
 static void test_adaptive_windows(void) {
@@ -973,6 +1013,7 @@ int main(int argc, char **argv) {
         test_round_to_nearest_even();
         test_nhwc_transpose();
         test_explain();
+        test_backward_by_hand();
         printf("isa %-7s hand-computed results: %ld checks\n", cur_isa, tu_checks - c0);
     }
     ap_set_isa("auto");

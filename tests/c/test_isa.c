@@ -534,6 +534,111 @@ static void check_case(const tcase *c, long ci, stats *st, int want_path) {
     free(ys);
 }
 
+/* ---- backward ------------------------------------------------------------------------ */
+
+/* gref[i] = sum over the windows o that count input i of gy[o] / divisor(o) (a divisor of 0
+ * sends nothing), mag[i] = the same sum of |terms|: the float64 reference of the backward,
+ * scattered from the outputs (the library gathers per input). */
+static void reference_backward(const tcase *c, const double *gy, double *gref, double *mag) {
+    axis ax[3];
+    for (int a = 0; a < 3; ++a) ax[a] = axis_of(c, a);
+    const int64_t C = c->t.channels, N = c->t.batch;
+    const int64_t D = ax[0].in, H = ax[1].in, W = ax[2].in;
+    const int64_t OD = ax[0].out, OH = ax[1].out, OW = ax[2].out;
+    const int nhwc = c->t.layout == AP_LAYOUT_NHWC;
+    for (int64_t i = 0; i < c->nx; ++i) gref[i] = mag[i] = 0;
+    int64_t *pd = malloc(sizeof(int64_t) * (size_t)(D + H + W + 3) * 8);
+    int64_t *ph = pd + (D + 1) * 8, *pw = ph + (H + 1) * 8;
+    for (int64_t n = 0; n < N; ++n)
+        for (int64_t od = 0; od < OD; ++od)
+            for (int64_t oh = 0; oh < OH; ++oh)
+                for (int64_t ow = 0; ow < OW; ++ow) {
+                    int64_t cd, ch, cw;
+                    const int nd = taps_of(c, &ax[0], od, pd, &cd);
+                    const int nh = taps_of(c, &ax[1], oh, ph, &ch);
+                    const int nw = taps_of(c, &ax[2], ow, pw, &cw);
+                    const double div = c->adaptive || !c->pd.divisor_override
+                                           ? (double)(cd * ch * cw)
+                                           : (double)c->pd.divisor_override;
+                    if (div == 0) continue;
+                    for (int64_t ch_ = 0; ch_ < C; ++ch_) {
+                        const int64_t o = (od * OH + oh) * OW + ow;
+                        const int64_t yi = nhwc ? (n * OD * OH * OW + o) * C + ch_
+                                                : (n * C + ch_) * OD * OH * OW + o;
+                        const double term = gy[yi] / div;
+                        for (int i = 0; i < nd; ++i)
+                            for (int j = 0; j < nh; ++j)
+                                for (int k = 0; k < nw; ++k) {
+                                    const int64_t sp = (pd[i] * H + ph[j]) * W + pw[k];
+                                    const int64_t xi = nhwc ? (n * D * H * W + sp) * C + ch_
+                                                            : (n * C + ch_) * D * H * W + sp;
+                                    gref[xi] += term;
+                                    mag[xi] += fabs(term);
+                                }
+                    }
+                }
+    free(pd);
+}
+
+static ap_status run_backward(const tcase *c, const void *gy, void *gx, int threads) {
+    return c->adaptive ? ap_adaptive_avgpool_backward(&c->ad, &c->t, c->dt, gy, gx, threads)
+                       : ap_avgpool_backward(&c->pd, &c->t, c->dt, gy, gx, threads);
+}
+
+/* Backward of case c on every instruction set: against the float64 reference, the SIMD
+ * ones against scalar, and bitwise the same on one thread as on c->threads. Returns the
+ * worst error / bound against the reference. */
+static double check_backward_case(const tcase *c, long ci, long *per_isa) {
+    char desc[512];
+    const size_t es = tu_elem_size(c->dt);
+    gbuf ggy, ggx, gg1;
+    void *gy = gbuf_alloc(&ggy, (size_t)c->ny * es, ci % 2 == 0);
+    double *gyd = malloc(sizeof(double) * (size_t)(c->ny + 1));
+    double *ref = malloc(sizeof(double) * (size_t)(c->nx + 1));
+    double *mag = malloc(sizeof(double) * (size_t)(c->nx + 1));
+    double *gs = malloc(sizeof(double) * (size_t)(c->nx + 1));
+    if (!gyd || !ref || !mag || !gs) abort();
+    for (int64_t i = 0; i < c->ny; ++i) tu_set(c->dt, gy, i, 2 * tu_uniform() - 1);
+    for (int64_t i = 0; i < c->ny; ++i) gyd[i] = tu_get(c->dt, gy, i);
+    reference_backward(c, gyd, ref, mag);
+    gbuf_readonly(&ggy); /* grad_out is never written */
+    double worst = 0;
+    for (int ii = 0; ii < TU_N_ISAS; ++ii) {
+        if (ap_set_isa(tu_isas[ii]) != AP_OK) continue;
+        void *gx = gbuf_alloc(&ggx, (size_t)c->nx * es, ci % 2 == 1);
+        void *g1 = gbuf_alloc(&gg1, (size_t)c->nx * es, 0);
+        const ap_status s = run_backward(c, gy, gx, c->threads);
+        CHECK(s == AP_OK, "[%s] backward case %ld: status %d (%s): %s", tu_isas[ii], ci, (int)s,
+              ap_status_string(s), describe(c, desc, sizeof desc));
+        CHECK_STATUS(run_backward(c, gy, g1, 1), AP_OK);
+        CHECK(c->nx == 0 || memcmp(gx, g1, (size_t)c->nx * es) == 0,
+              "[%s] backward case %ld: %d threads differ from 1: %s", tu_isas[ii], ci,
+              c->threads, describe(c, desc, sizeof desc));
+        ++per_isa[ii];
+        long bad = 0;
+        for (int64_t i = 0; s == AP_OK && i < c->nx; ++i) {
+            const double g = tu_get(c->dt, gx, i);
+            if (ii == 0) gs[i] = g;
+            const double er = excess(g, ref[i], mag[i], tol_ref(c->dt), c->dt);
+            const double ei = ii ? excess(g, gs[i], mag[i], tol_isa(c->dt), c->dt) : 0;
+            if (er > worst) worst = er;
+            if ((er > 1 || ei > 1) && bad++ < 3)
+                tu_fail(__FILE__, __LINE__,
+                        "[%s] backward case %ld gx[%lld] = %.9g, scalar %.9g, reference %.9g: %s",
+                        tu_isas[ii], ci, (long long)i, g, ii ? gs[i] : g, ref[i],
+                        describe(c, desc, sizeof desc));
+        }
+        gbuf_free(&ggx);
+        gbuf_free(&gg1);
+    }
+    gbuf_free(&ggy);
+    free(gyd);
+    free(ref);
+    free(mag);
+    free(gs);
+    return worst;
+}
+
 /* A windowed case: rank, layout, N, C, sizes, windows, strides, paddings
  * (both ends), dilations, all per axis of `rank` entries. */
 static tcase fixed_pool(int rank, ap_layout layout, int64_t n, int64_t ch, const int64_t *sizes,
@@ -689,6 +794,22 @@ int main(int argc, char **argv) {
         check_case(&c, ci, st, -1);
     }
     ap_set_isa("auto");
+
+    /* the backward pass on a quarter as many random cases */
+    long bwd[TU_N_ISAS] = {0};
+    double bwd_worst = 0;
+    for (long ci = only >= 0 ? only : 0; ci < (only >= 0 ? only + 1 : (ncases + 3) / 4); ++ci) {
+        tu_seed(seed * 1000033u + (uint64_t)ci);
+        tcase c;
+        gen_case(&c);
+        const double w = check_backward_case(&c, ci, bwd);
+        if (w > bwd_worst) bwd_worst = w;
+    }
+    ap_set_isa("auto");
+    printf("backward:");
+    for (int i = 0; i < TU_N_ISAS; ++i)
+        if (st[i].available) printf(" %s %ld cases", tu_isas[i], bwd[i]);
+    printf("; worst error/bound vs reference %.3f\n", bwd_worst);
 
     int compared = 0;
     for (int i = 0; i < TU_N_ISAS; ++i) {

@@ -1,0 +1,247 @@
+"""average_pool_backward and adaptive_average_pool_backward against the float64 reference (the
+transpose of the forward reference), on every kernel path, dtype and layout."""
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import avgpool
+from reference import ref_adaptive_average_pool_backward, ref_average_pool_backward
+from strategies import (
+    DTYPES,
+    FLOAT32,
+    FLOAT64,
+    LAYOUTS,
+    adaptive_cases,
+    assert_matches,
+    make_data,
+    pool_cases,
+    scaled,
+    to_layout,
+)
+
+
+def _grad_out(seed, shape, dtype):
+    return make_data(seed, shape, dtype)
+
+
+def _assert_grad(got, ref, ref_abs, dtype):
+    """float32 / float64 as the forward (assert_matches: relative to the sum of |terms|).
+    float16 / bfloat16 sum in float32 and round once, so within one rounding of the dtype plus
+    float32's error on the sum of |terms|: a sum that cancels to about 0 in float64 may round
+    to a tiny non-zero in float32, which the forward's 1-ulp rule would call many ulps."""
+    dtype = np.dtype(dtype)
+    if dtype in (FLOAT32, FLOAT64):
+        assert_matches(got, ref, ref_abs, dtype)
+        return
+    assert got.dtype == dtype and got.shape == ref.shape
+    info = ml_dtypes.finfo(dtype)
+    eps = float(info.eps)
+    err = np.abs(got.astype(np.float64) - ref)
+    tol = eps * np.abs(ref) + 1e-6 * ref_abs + float(info.smallest_subnormal)
+    bad = ~(err <= tol)
+    assert not bad.any(), (f"{int(bad.sum())} elements off; first at "
+                           f"{np.argwhere(bad)[0].tolist()}: got {got[bad][0]!r}, "
+                           f"want {ref[bad][0]!r}")
+
+
+def _check_pool(x, kwargs, layout, seed, **call):
+    desc = avgpool.AveragePoolingDesc(**kwargs)
+    gy = _grad_out(seed, desc.output_shape(x.shape, layout), x.dtype)
+    before = gy.copy()
+    gx = avgpool.average_pool_backward(gy, desc, x.shape, layout=layout, **call)
+    np.testing.assert_array_equal(gy, before)  # grad_out is read only
+    args = dict(kwargs)
+    window = args.pop("window_size")
+    g64 = gy.astype(np.float64)
+    ref = ref_average_pool_backward(g64, x.shape, window, layout=layout, **args)
+    ref_abs = np.abs(ref_average_pool_backward(np.abs(g64), x.shape, window, layout=layout,
+                                               **args))
+    assert gx.shape == x.shape
+    _assert_grad(gx, ref, ref_abs, x.dtype)
+    return desc, gy, gx
+
+
+# --------------------------------------------------------------------------------------------
+# The reference itself, by hand.
+
+
+def test_reference_backward_by_hand():
+    # in 3, k 2, s 1: windows {0,1}, {1,2}; the middle input is in both
+    g = ref_average_pool_backward(np.array([[[2.0, 4.0]]]), (1, 1, 3), (2,), strides=(1,))
+    np.testing.assert_array_equal(g[0, 0], [1.0, 3.0, 2.0])
+    # pads 1/1, exclude pad: divisors 1, 2, 1 (windows {-1,0}, {0,1}, {1,2}... in 2)
+    g = ref_average_pool_backward(np.array([[[1.0, 1.0, 1.0]]]), (1, 1, 2), (2,), strides=(1,),
+                                  start_padding=(1,), end_padding=(1,))
+    np.testing.assert_array_equal(g[0, 0], [1.5, 1.5])
+    # include pad: every divisor 2
+    g = ref_average_pool_backward(np.array([[[1.0, 1.0, 1.0]]]), (1, 1, 2), (2,), strides=(1,),
+                                  start_padding=(1,), end_padding=(1,), include_padding=True)
+    np.testing.assert_array_equal(g[0, 0], [1.0, 1.0])
+    # adaptive 5 -> 2: windows [0, 3) and [2, 5), position 2 in both
+    g = ref_adaptive_average_pool_backward(np.array([[[3.0, 6.0]]]), (1, 1, 5), (2,))
+    np.testing.assert_array_equal(g[0, 0], [1.0, 1.0, 3.0, 2.0, 2.0])
+
+
+# --------------------------------------------------------------------------------------------
+# Against the reference.
+
+
+@given(pool_cases(), st.integers(0, 2**32 - 1))
+def test_backward_matches_reference(case, seed):
+    x, kwargs, layout = case
+    _check_pool(x, kwargs, layout, seed)
+
+
+@given(adaptive_cases(), st.integers(0, 2**32 - 1))
+def test_adaptive_backward_matches_reference(case, seed):
+    x, outs, layout = case
+    gy = _grad_out(seed, avgpool.AdaptiveAveragePoolingDesc(outs).output_shape(x.shape, layout),
+                   x.dtype)
+    gx = avgpool.adaptive_average_pool_backward(gy, outs, x.shape, layout=layout)
+    g64 = gy.astype(np.float64)
+    ref = ref_adaptive_average_pool_backward(g64, x.shape, outs, layout=layout)
+    ref_abs = ref_adaptive_average_pool_backward(np.abs(g64), x.shape, outs, layout=layout)
+    _assert_grad(gx, ref, ref_abs, x.dtype)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_backward_of_larger_images(layout):
+    """Beyond the hypothesis sizes: a stride-2 3 x 3 window with padding on 2 x 19 x 23 x 37."""
+    x = to_layout(make_data(1, (2, 19, 23, 37), np.float32), layout)
+    _check_pool(x, dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 1),
+                        end_padding=(1, 1)), layout, 7)
+
+
+# --------------------------------------------------------------------------------------------
+# Properties.
+
+
+@scaled(0.3)
+@given(pool_cases(dtypes=(FLOAT64,)), st.integers(0, 2**32 - 1))
+def test_backward_is_the_transpose_of_the_forward(case, seed):
+    """<pool(x), g> == <x, pool_backward(g)>: the backward is the adjoint of the forward (where
+    the forward is linear: windows with a divisor of 0 give NaN whatever x is)."""
+    x, kwargs, layout = case
+    desc = avgpool.AveragePoolingDesc(**kwargs)
+    y = avgpool.average_pool(x, desc, layout=layout)
+    gy = _grad_out(seed, y.shape, np.float64)
+    finite = np.isfinite(y)
+    gy = np.where(finite, gy, 0.0)
+    gx = avgpool.average_pool_backward(gy, desc, x.shape, layout=layout)
+    lhs = float(np.sum(np.where(finite, y, 0.0) * gy))
+    rhs = float(np.sum(x * gx))
+    scale = float(np.sum(np.abs(x)) * np.max(np.abs(gy), initial=0.0)) + 1e-300
+    assert abs(lhs - rhs) <= 1e-12 * scale
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_backward_same_for_any_thread_count(layout, dtype):
+    """Gathered per input element: bitwise the same result for 1, 2 and 3 threads."""
+    x = to_layout(make_data(3, (3, 5, 17, 29), dtype), layout)
+    desc = avgpool.AveragePoolingDesc((3, 3), strides=(2, 2), start_padding=(1, 1),
+                                      end_padding=(1, 1))
+    gy = _grad_out(4, desc.output_shape(x.shape, layout), dtype)
+    results = [avgpool.average_pool_backward(gy, desc, x.shape, layout=layout, num_threads=n)
+               for n in (1, 2, 3)]
+    for r in results[1:]:
+        assert r.tobytes() == results[0].tobytes()
+    ga = _grad_out(5, avgpool.AdaptiveAveragePoolingDesc((4, 6)).output_shape(x.shape, layout),
+                   dtype)
+    a = [avgpool.adaptive_average_pool_backward(ga, (4, 6), x.shape, layout=layout,
+                                                num_threads=n).tobytes() for n in (1, 2)]
+    assert a[0] == a[1]
+
+
+def test_backward_out_and_torch():
+    desc = avgpool.AveragePoolingDesc((2, 2), strides=(2, 2))
+    gy = np.ones((1, 2, 2, 2), np.float32)
+    out = np.full((1, 2, 4, 4), 7.0, np.float32)
+    got = avgpool.average_pool_backward(gy, desc, (1, 2, 4, 4), out=out)
+    assert got is out
+    np.testing.assert_array_equal(out, np.full((1, 2, 4, 4), 0.25, np.float32))
+    torch = pytest.importorskip("torch")  # torch is a test extra: CI runs this
+    t = avgpool.average_pool_backward(torch.ones(1, 2, 2, 2), desc, (1, 2, 4, 4))
+    assert isinstance(t, torch.Tensor)
+    assert torch.equal(t, torch.full((1, 2, 4, 4), 0.25))
+
+
+def test_backward_positions_no_window_counts_get_zero():
+    """Stride 3 with window 1 skips inputs: their gradient is 0 (every element written)."""
+    desc = avgpool.AveragePoolingDesc((1,), strides=(3,))
+    out = np.full((1, 1, 7), np.nan, np.float32)
+    avgpool.average_pool_backward(np.array([[[1.0, 2.0, 3.0]]], np.float32), desc, (1, 1, 7),
+                                  out=out)
+    np.testing.assert_array_equal(out[0, 0], [1, 0, 0, 2, 0, 0, 3])
+
+
+# --------------------------------------------------------------------------------------------
+# Against torch's own gradients (torch is a test extra, installed by CI).
+
+
+@scaled(0.3)
+@given(st.integers(1, 3), st.integers(0, 2**32 - 1), st.sampled_from(LAYOUTS), st.data())
+def test_backward_equals_torch_autograd(rank, seed, layout, data):
+    torch = pytest.importorskip("torch")
+    F = torch.nn.functional
+    rng = np.random.default_rng(seed)
+    ins = tuple(int(v) for v in rng.integers(2, 9, size=rank))
+    k = tuple(data.draw(st.integers(1, min(n, 4))) for n in ins)
+    s = tuple(data.draw(st.integers(1, 3)) for _ in ins)
+    p = tuple(data.draw(st.integers(0, kk // 2)) for kk in k)
+    ceil = data.draw(st.booleans())
+    include = data.draw(st.booleans())
+    x = torch.tensor(rng.standard_normal((2, 3) + ins), dtype=torch.float32, requires_grad=True)
+    pool = [F.avg_pool1d, F.avg_pool2d, F.avg_pool3d][rank - 1]
+    y = pool(x, k, s, p, ceil_mode=ceil, count_include_pad=include)
+    gy = torch.tensor(rng.standard_normal(tuple(y.shape)), dtype=torch.float32)
+    (want,) = torch.autograd.grad(y, x, gy)
+    # the same configuration through the PyTorch-style front end's descriptor
+    desc = avgpool.AveragePoolingDesc(k, strides=s, start_padding=p, end_padding=p,
+                                      include_padding=include,
+                                      output_sizes=tuple(y.shape[2:]))
+    g = gy.numpy()
+    if layout == "NHWC":
+        g = to_layout(g, "NHWC")
+    got = avgpool.average_pool_backward(g, desc, to_layout(x.detach().numpy(), layout).shape,
+                                        layout=layout)
+    if layout == "NHWC":
+        got = np.moveaxis(got, -1, 1)
+    np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-6)
+
+
+# --------------------------------------------------------------------------------------------
+# Bad input.
+
+
+def test_backward_errors():
+    desc = avgpool.AveragePoolingDesc((2, 2), strides=(2, 2))
+    gy = np.ones((1, 1, 2, 2), np.float32)
+    with pytest.raises(ValueError, match=r"grad_out has shape \(1, 1, 3, 3\), expected "
+                                         r"\(1, 1, 2, 2\)"):
+        avgpool.average_pool_backward(np.ones((1, 1, 3, 3), np.float32), desc, (1, 1, 4, 4))
+    with pytest.raises(TypeError, match="grad_out: dtype int32 is not supported"):
+        avgpool.average_pool_backward(gy.astype(np.int32), desc, (1, 1, 4, 4))
+    with pytest.raises(ValueError, match=r"input_shape/window_size: .* input_shape must be a "
+                                         r"4-D input"):
+        avgpool.average_pool_backward(gy, desc, (1, 4, 4))
+    with pytest.raises(TypeError, match="input_shape must hold ints"):
+        avgpool.average_pool_backward(gy, desc, (1, 1, 4.0, 4))
+    with pytest.raises(TypeError, match="input_shape must be a sequence of ints"):
+        avgpool.average_pool_backward(gy, desc, 4)
+    with pytest.raises(TypeError, match=r"out has dtype float64, expected float32 \(the dtype "
+                                        r"of grad_out\)"):
+        avgpool.average_pool_backward(gy, desc, (1, 1, 4, 4), out=np.empty((1, 1, 4, 4)))
+    with pytest.raises(ValueError, match="out must not overlap grad_out"):
+        buf = np.zeros(64, np.float32)
+        avgpool.average_pool_backward(buf[:4].reshape(1, 1, 2, 2), desc, (1, 1, 4, 4),
+                                      out=buf[:16].reshape(1, 1, 4, 4))
+    with pytest.raises(TypeError, match="desc must be an AveragePoolingDesc"):
+        avgpool.average_pool_backward(gy, (2, 2), (1, 1, 4, 4))
+    with pytest.raises(ValueError, match="window"):  # the window does not fit this input
+        avgpool.average_pool_backward(gy, avgpool.AveragePoolingDesc((5, 5)), (1, 1, 4, 4))
+    with pytest.raises(ValueError, match="num_threads must be between 1 and 65536"):
+        avgpool.average_pool_backward(gy, desc, (1, 1, 4, 4), num_threads=0)
