@@ -328,11 +328,15 @@ def test_divisor_override_zero(rank):
         AF.avg_pool1d(np.zeros((1, 1, 4), np.float32), 2, divisor_override=0)
 
 
-def test_tensor_requiring_grad_is_read_not_changed():
+def test_tensor_requiring_grad_is_read_not_changed_and_differentiated():
+    """Torch tensors go through avgpool.torch's operators: the result carries autograd (it was
+    once silently detached) and the input is unchanged."""
     t = torch.arange(32, dtype=torch.float32).reshape(1, 2, 4, 4).requires_grad_()
     before = t.detach().clone()
     y = AF.avg_pool2d(t, 2)
     want = torch.nn.functional.avg_pool2d(before, 2)
-    assert isinstance(y, torch.Tensor) and not y.requires_grad
+    assert isinstance(y, torch.Tensor) and y.requires_grad and y.grad_fn is not None
     assert torch.equal(y, want)
+    y.sum().backward()
+    assert torch.equal(t.grad, torch.full((1, 2, 4, 4), 0.25))
     assert torch.equal(t.detach(), before) and t.requires_grad

@@ -58,19 +58,33 @@ def _finish(x: Any, y: np.ndarray, unbatched: bool) -> Any:
     return numpy_to_torch(y) if is_torch(x) else y
 
 
-def _avg_pool(x: Any, rank: int, fname: str, kernel_size: Size, stride: Optional[Size],
-              padding: Size, ceil_mode: bool, count_include_pad: bool,
-              divisor_override: Optional[int]) -> Any:
-    a, unbatched = _batched(x, rank, fname)
+def pool_desc_for(spatial: Tuple[int, ...], rank: int, kernel_size: Size,
+                  stride: Optional[Size], padding: Size, ceil_mode: Any, count_include_pad: Any,
+                  divisor_override: Optional[int]) -> AveragePoolingDesc:
+    """The descriptor of a torch-style call on an input of these spatial sizes (every argument
+    checked, torch's names in the errors); shared with :mod:`avgpool.torch`."""
     kernel = _expand(kernel_size, "kernel_size", rank)
     strides = kernel if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) \
         else _expand(stride, "stride", rank)
     pads = _expand(padding, "padding", rank)
     override = None if divisor_override is None else as_int(divisor_override, "divisor_override")
-    spatial = a.shape[-rank:]
     with renamed(_NAMES):
-        desc = _pool_desc(spatial, kernel, strides, pads, flag(ceil_mode, "ceil_mode"),
+        desc = _pool_desc(tuple(spatial), kernel, strides, pads, flag(ceil_mode, "ceil_mode"),
                           flag(count_include_pad, "count_include_pad"), override)
+    return desc
+
+
+def _avg_pool(x: Any, rank: int, fname: str, kernel_size: Size, stride: Optional[Size],
+              padding: Size, ceil_mode: bool, count_include_pad: bool,
+              divisor_override: Optional[int]) -> Any:
+    if is_torch(x):  # through the torch operators: autograd, memory formats, torch.compile
+        from . import torch as _torch_ops
+        return _torch_ops._avg_pool(x, rank, fname, kernel_size, stride, padding, ceil_mode,
+                                    count_include_pad, divisor_override)
+    a, unbatched = _batched(x, rank, fname)
+    desc = pool_desc_for(a.shape[-rank:], rank, kernel_size, stride, padding, ceil_mode,
+                         count_include_pad, divisor_override)
+    with renamed(_NAMES):
         return _finish(x, _api.average_pool(a, desc), unbatched)
 
 
@@ -160,11 +174,21 @@ def avg_pool3d(x: Any, kernel_size: Size, stride: Optional[Size] = None, padding
                      count_include_pad, divisor_override)
 
 
-def _adaptive(x: Any, rank: int, fname: str, output_size: Any) -> Any:
-    a, unbatched = _batched(x, rank, fname)
+def adaptive_sizes_for(spatial: Tuple[int, ...], rank: int, output_size: Any) -> Tuple[int, ...]:
+    """The output sizes of a torch-style adaptive call (``None`` keeps an input size), each
+    checked >= 1; shared with :mod:`avgpool.torch`."""
     sizes = _expand(output_size, "output_size", rank, allow_none=True)
-    spatial = a.shape[-rank:]
     sizes = tuple(spatial[i] if v is None else v for i, v in enumerate(sizes))
+    adaptive_desc(sizes)  # checks every entry, naming output_size
+    return sizes
+
+
+def _adaptive(x: Any, rank: int, fname: str, output_size: Any) -> Any:
+    if is_torch(x):  # through the torch operators: autograd, memory formats, torch.compile
+        from . import torch as _torch_ops
+        return _torch_ops._adaptive(x, rank, fname, output_size)
+    a, unbatched = _batched(x, rank, fname)
+    sizes = adaptive_sizes_for(a.shape[-rank:], rank, output_size)
     with renamed({"output_sizes": "output_size"}):
         return _finish(x, _api.adaptive_average_pool(a, adaptive_desc(sizes)), unbatched)
 

@@ -1,0 +1,455 @@
+"""PyTorch operators, functions and modules on avgpool's kernels, with autograd.
+
+A drop-in for the average pooling of ``torch.nn.functional`` and ``torch.nn``: the same names,
+arguments, results and output memory formats, so swapping ``torch.nn.AvgPool2d`` for
+``avgpool.torch.AvgPool2d`` in a model changes nothing but speed::
+
+    import avgpool.torch as apt
+    y = apt.avg_pool2d(x, 3, stride=2, padding=1)      # as torch.nn.functional.avg_pool2d
+    pool = apt.AdaptiveAvgPool2d((7, 7))               # a torch.nn.AdaptiveAvgPool2d
+
+The work is done by four operators registered with ``torch.library`` (``avgpool::avg_pool``,
+``avgpool::adaptive_avg_pool`` and their ``_backward``), each with a fake (meta)
+implementation and a registered autograd formula: gradients flow (the backward operators are
+differentiable too, so double backward works) and ``torch.compile(fullgraph=True)`` traces them
+without graph breaks. Channels-last tensors (``torch.channels_last``, ``channels_last_3d``, and
+(N, C, L) tensors whose channels are the fastest axis) run the channels-last kernels on their own
+memory; any other strides are made contiguous first. The output's memory format is the one torch
+gives for the same call: channels last for the 1-D and 2-D functions on channels-last input,
+contiguous for ``avg_pool3d`` and ``adaptive_avg_pool3d`` (torch 2.13); gradients take the
+input's memory format. CPU tensors of float32, float64, float16 and bfloat16 only.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, List, Optional, Sequence, Tuple, Union
+
+import torch
+from torch import Tensor
+
+from . import _api
+from . import functional as _functional
+from ._desc import AveragePoolingDesc
+from ._frontend import adaptive_desc
+
+__all__ = ["avg_pool1d", "avg_pool2d", "avg_pool3d",
+           "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
+           "AvgPool1d", "AvgPool2d", "AvgPool3d",
+           "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d"]
+
+_Size = Union[int, Sequence[int]]
+
+
+# ---------------------------------------------------------------------------------- layouts
+
+def _to_nhwc(rank: int) -> Tuple[int, ...]:
+    return (0,) + tuple(range(2, rank + 2)) + (1,)
+
+
+def _from_nhwc(rank: int) -> Tuple[int, ...]:
+    return (0, rank + 1) + tuple(range(1, rank + 1))
+
+
+def _stored_channels_last(x: Tensor) -> bool:
+    """Whether x (N, C, *spatial) is stored channels last, so the NHWC kernels can read it in
+    place, and not also plainly contiguous (then the NCHW kernels read it)."""
+    return not x.is_contiguous() and x.permute(_to_nhwc(x.dim() - 2)).is_contiguous()
+
+
+def _strides_like_channels_last(x: Tensor) -> bool:
+    """torch's ``suggest_memory_format(x) != contiguous_format`` for a 4-D or 5-D x (c10's
+    is_channels_last_strides_2d / _3d): the format torch's pooling kernels give their results.
+    Strides are visited from the channel axis outwards; each must be at least the extent of
+    the axes before it, and a batch stride equal to the channel one is the ambiguous N111 case,
+    which counts as contiguous."""
+    if x.dim() not in (4, 5):
+        return False
+    sizes, strides = x.shape, x.stride()
+    if strides[1] == 0:
+        return False
+    order = (1, 3, 2, 0) if x.dim() == 4 else (1, 4, 3, 2, 0)
+    least = 0
+    for d in order:
+        if sizes[d] == 0 or strides[d] < least:
+            return False
+        if d == 0 and least == strides[1]:
+            return False
+        least = strides[d] * (sizes[d] if sizes[d] > 1 else 1)
+    return True
+
+
+def _result_channels_last(x: Tensor) -> bool:
+    """The memory format torch 2.13 gives the output of a pool of x and the gradient with
+    respect to x (the same rule for both): that suggested by x's strides for the 1-D (through
+    a 4-D view, as torch pools 1-D inputs as 2-D) and 2-D pools, contiguous for 3-D ones."""
+    if x.dim() == 3:
+        return _strides_like_channels_last(x.unsqueeze(-2))
+    return x.dim() == 4 and _strides_like_channels_last(x)
+
+
+def _layout_strides(shape: Sequence[int], nhwc: bool) -> Tuple[int, ...]:
+    """The strides of a dense (N, C, *spatial) tensor stored NCHW or NHWC."""
+    order = _to_nhwc(len(shape) - 2) if nhwc else tuple(range(len(shape)))
+    strides = [0] * len(shape)
+    step = 1
+    for d in reversed(order):
+        strides[d] = step
+        step *= max(int(shape[d]), 1)
+    return tuple(strides)
+
+
+def _in_layout(y: Tensor, nhwc: bool) -> Tensor:
+    """y with exactly the strides _layout_strides gives (as the fake implementations' results
+    have): a view where only the strides of size-1 axes differ, else a copy."""
+    want = _layout_strides(y.shape, nhwc)
+    if y.stride() == want:
+        return y
+    if all(n == 1 or a == b for n, a, b in zip(y.shape, y.stride(), want)):
+        return y.as_strided(y.shape, want)
+    return torch.empty_strided(y.shape, want, dtype=y.dtype).copy_(y)
+
+
+def _empty_in_layout(x: Tensor, shape: Sequence[int], nhwc: bool) -> Tensor:
+    return x.new_empty_strided(tuple(shape), _layout_strides(shape, nhwc))
+
+
+def _run(x: Tensor, pool: Any, nhwc_out: bool) -> Tensor:
+    """pool(ndarray, layout) on x's own memory when it is stored channels last or contiguous
+    (else on a contiguous copy), the result in the layout nhwc_out asks for."""
+    rank = x.dim() - 2
+    if _stored_channels_last(x):
+        y = _api.numpy_to_torch(pool(_api.as_array(x.permute(_to_nhwc(rank))), "NHWC"))
+        y = y.permute(_from_nhwc(rank))
+    else:
+        y = _api.numpy_to_torch(pool(_api.as_array(x.contiguous()), "NCHW"))
+    return _in_layout(y, nhwc_out)
+
+
+def _run_backward(grad: Tensor, input_size: Sequence[int], nhwc: bool, backward: Any) -> Tensor:
+    """backward(grad ndarray, input shape, layout): the gradient with respect to the input,
+    computed and returned in the layout nhwc asks for."""
+    rank = len(input_size) - 2
+    if nhwc:
+        g = _api.as_array(grad.permute(_to_nhwc(rank)).contiguous())
+        stored = (input_size[0],) + tuple(input_size[2:]) + (input_size[1],)
+        y = _api.numpy_to_torch(backward(g, stored, "NHWC")).permute(_from_nhwc(rank))
+    else:
+        y = _api.numpy_to_torch(backward(_api.as_array(grad.contiguous()), tuple(input_size),
+                                         "NCHW"))
+    return _in_layout(y, nhwc)
+
+
+def _check_tensor(x: Any, fname: str) -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{fname}: input must be a torch.Tensor, got {type(x).__name__}")
+    if x.device.type != "cpu":
+        raise ValueError(f"{fname}: input is on device {x.device}; avgpool runs on the CPU only "
+                         f"(move it with .cpu(), or use torch.nn.functional on that device)")
+
+
+# --------------------------------------------------------------------------------- operators
+# `channels_last`: the layout of the result (the forward's output, the backward's gradient),
+# decided by the caller from the input's strides (_result_channels_last).
+
+@lru_cache(maxsize=256)
+def _pool_desc(kernel: Tuple[int, ...], stride: Tuple[int, ...], padding: Tuple[int, ...],
+               output_size: Tuple[int, ...], count_include_pad: bool,
+               divisor_override: int) -> AveragePoolingDesc:
+    return AveragePoolingDesc(kernel, stride, padding, padding, include_padding=count_include_pad,
+                              output_sizes=output_size,
+                              divisor_override=divisor_override or None)
+
+
+@torch.library.custom_op("avgpool::avg_pool", mutates_args=())
+def _avg_pool_op(x: Tensor, kernel: List[int], stride: List[int], padding: List[int],
+                 output_size: List[int], count_include_pad: bool, divisor_override: int,
+                 channels_last: bool) -> Tensor:
+    desc = _pool_desc(tuple(kernel), tuple(stride), tuple(padding), tuple(output_size),
+                      count_include_pad, divisor_override)
+    return _run(x, lambda a, layout: _api.average_pool(a, desc, layout=layout), channels_last)
+
+
+@_avg_pool_op.register_fake
+def _(x: Tensor, kernel: List[int], stride: List[int], padding: List[int],
+      output_size: List[int], count_include_pad: bool, divisor_override: int,
+      channels_last: bool) -> Tensor:
+    return _empty_in_layout(x, tuple(x.shape[:2]) + tuple(output_size), channels_last)
+
+
+@torch.library.custom_op("avgpool::avg_pool_backward", mutates_args=())
+def _avg_pool_backward_op(grad: Tensor, input_size: List[int], kernel: List[int],
+                          stride: List[int], padding: List[int], output_size: List[int],
+                          count_include_pad: bool, divisor_override: int,
+                          channels_last: bool) -> Tensor:
+    desc = _pool_desc(tuple(kernel), tuple(stride), tuple(padding), tuple(output_size),
+                      count_include_pad, divisor_override)
+    return _run_backward(grad, input_size, channels_last,
+                         lambda g, shape, layout: _api.average_pool_backward(
+                             g, desc, shape, layout=layout))
+
+
+@_avg_pool_backward_op.register_fake
+def _(grad: Tensor, input_size: List[int], kernel: List[int], stride: List[int],
+      padding: List[int], output_size: List[int], count_include_pad: bool,
+      divisor_override: int, channels_last: bool) -> Tensor:
+    return _empty_in_layout(grad, input_size, channels_last)
+
+
+@torch.library.custom_op("avgpool::adaptive_avg_pool", mutates_args=())
+def _adaptive_op(x: Tensor, output_size: List[int], channels_last: bool) -> Tensor:
+    desc = adaptive_desc(tuple(output_size))
+    return _run(x, lambda a, layout: _api.adaptive_average_pool(a, desc, layout=layout),
+                channels_last)
+
+
+@_adaptive_op.register_fake
+def _(x: Tensor, output_size: List[int], channels_last: bool) -> Tensor:
+    return _empty_in_layout(x, tuple(x.shape[:2]) + tuple(output_size), channels_last)
+
+
+@torch.library.custom_op("avgpool::adaptive_avg_pool_backward", mutates_args=())
+def _adaptive_backward_op(grad: Tensor, input_size: List[int], output_size: List[int],
+                          channels_last: bool) -> Tensor:
+    desc = adaptive_desc(tuple(output_size))
+    return _run_backward(grad, input_size, channels_last,
+                         lambda g, shape, layout: _api.adaptive_average_pool_backward(
+                             g, desc, shape, layout=layout))
+
+
+@_adaptive_backward_op.register_fake
+def _(grad: Tensor, input_size: List[int], output_size: List[int], channels_last: bool) -> Tensor:
+    return _empty_in_layout(grad, input_size, channels_last)
+
+
+# autograd: the gradient of a pool is its backward operator, in the layout torch gives it; the
+# backward is linear in the gradient, and its own gradient is the forward applied to the
+# gradient's gradient.
+
+def _setup_pool(ctx: Any, inputs: Tuple[Any, ...], output: Any) -> None:
+    x, *params, channels_last = inputs
+    ctx.input_size = list(x.shape)
+    ctx.params = params
+    ctx.channels_last = channels_last
+
+
+def _pool_grad(ctx: Any, grad: Tensor) -> Tuple[Optional[Tensor], ...]:
+    return ((_avg_pool_backward_op(grad, ctx.input_size, *ctx.params, ctx.channels_last),)
+            + (None,) * 7)
+
+
+def _setup_pool_backward(ctx: Any, inputs: Tuple[Any, ...], output: Any) -> None:
+    ctx.params = inputs[2:8]
+
+
+def _pool_backward_grad(ctx: Any, grad_grad: Tensor) -> Tuple[Optional[Tensor], ...]:
+    return ((_avg_pool_op(grad_grad, *ctx.params, _result_channels_last(grad_grad)),)
+            + (None,) * 8)
+
+
+_avg_pool_op.register_autograd(_pool_grad, setup_context=_setup_pool)
+_avg_pool_backward_op.register_autograd(_pool_backward_grad, setup_context=_setup_pool_backward)
+
+
+def _setup_adaptive(ctx: Any, inputs: Tuple[Any, ...], output: Any) -> None:
+    x, output_size, channels_last = inputs
+    ctx.input_size = list(x.shape)
+    ctx.output_size = output_size
+    # torch pools to all-ones sizes as a mean over the spatial axes, whose gradient (an
+    # expanded tensor divided) comes out contiguous whatever the input's format
+    ctx.channels_last = channels_last and any(o != 1 for o in output_size)
+
+
+def _adaptive_grad(ctx: Any, grad: Tensor) -> Tuple[Optional[Tensor], ...]:
+    return (_adaptive_backward_op(grad, ctx.input_size, ctx.output_size, ctx.channels_last),
+            None, None)
+
+
+def _setup_adaptive_backward(ctx: Any, inputs: Tuple[Any, ...], output: Any) -> None:
+    ctx.output_size = inputs[2]
+
+
+def _adaptive_backward_grad(ctx: Any, grad_grad: Tensor) -> Tuple[Optional[Tensor], ...]:
+    return (_adaptive_op(grad_grad, ctx.output_size, _result_channels_last(grad_grad)),
+            None, None, None)
+
+
+_adaptive_op.register_autograd(_adaptive_grad, setup_context=_setup_adaptive)
+_adaptive_backward_op.register_autograd(_adaptive_backward_grad,
+                                        setup_context=_setup_adaptive_backward)
+
+
+# --------------------------------------------------------------------------------- functions
+
+def _batched(x: Tensor, rank: int, fname: str) -> Tuple[Tensor, bool]:
+    if x.dim() == rank + 1:
+        return x.unsqueeze(0), True
+    if x.dim() != rank + 2:
+        raise ValueError(f"{fname}: input must be {rank + 1}-D (C, ...) or {rank + 2}-D "
+                         f"(N, C, ...), got shape {tuple(x.shape)}")
+    return x, False
+
+
+# The arguments become the operators' parameters at trace time: torch.compile calls these once
+# per graph and keeps the result as a constant (they depend on sizes and arguments only), rather
+# than tracing the descriptor checks.
+@torch.compiler.assume_constant_result
+def _pool_params(spatial: Tuple[int, ...], rank: int, kernel_size: Any, stride: Any,
+                 padding: Any, ceil_mode: Any, count_include_pad: Any,
+                 divisor_override: Any) -> Tuple[Any, ...]:
+    desc = _functional.pool_desc_for(spatial, rank, kernel_size, stride, padding, ceil_mode,
+                                     count_include_pad, divisor_override)
+    return (list(desc.window_size), list(desc.strides or ()), list(desc.start_padding or ()),
+            list(desc.output_sizes or ()), bool(desc.include_padding),
+            desc.divisor_override or 0)
+
+
+@torch.compiler.assume_constant_result
+def _adaptive_params(spatial: Tuple[int, ...], rank: int, output_size: Any) -> List[int]:
+    return list(_functional.adaptive_sizes_for(spatial, rank, output_size))
+
+
+def _avg_pool(x: Tensor, rank: int, fname: str, kernel_size: _Size, stride: Optional[_Size],
+              padding: _Size, ceil_mode: bool, count_include_pad: bool,
+              divisor_override: Optional[int]) -> Tensor:
+    _check_tensor(x, fname)
+    xb, unbatched = _batched(x, rank, fname)
+    params = _pool_params(tuple(xb.shape[2:]), rank, kernel_size, stride, padding, ceil_mode,
+                          count_include_pad, divisor_override)
+    y = _avg_pool_op(xb, *params, _result_channels_last(xb))
+    return y.squeeze(0) if unbatched else y
+
+
+def _adaptive(x: Tensor, rank: int, fname: str, output_size: Any) -> Tensor:
+    _check_tensor(x, fname)
+    xb, unbatched = _batched(x, rank, fname)
+    y = _adaptive_op(xb, _adaptive_params(tuple(xb.shape[2:]), rank, output_size),
+                     _result_channels_last(xb))
+    return y.squeeze(0) if unbatched else y
+
+
+def avg_pool1d(input: Tensor, kernel_size: _Size, stride: Optional[_Size] = None,
+               padding: _Size = 0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Tensor:
+    """``torch.nn.functional.avg_pool1d`` on avgpool's kernels, with autograd.
+
+    Output ``o`` averages ``input[..., o * stride - padding + j]`` over ``j < kernel_size``
+    (padding counted in the divisor when ``count_include_pad``).
+
+    >>> import torch, avgpool.torch as apt
+    >>> apt.avg_pool1d(torch.tensor([[[1., 2., 3., 4.]]]), 2)
+    tensor([[[1.5000, 3.5000]]])
+    """
+    return _avg_pool(input, 1, "avg_pool1d", kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, None)
+
+
+def avg_pool2d(input: Tensor, kernel_size: _Size, stride: Optional[_Size] = None,
+               padding: _Size = 0, ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: Optional[int] = None) -> Tensor:
+    """``torch.nn.functional.avg_pool2d`` on avgpool's kernels, with autograd; channels-last
+    input gives channels-last output.
+
+    >>> import torch, avgpool.torch as apt
+    >>> apt.avg_pool2d(torch.ones(1, 1, 4, 4), 2, divisor_override=2)[0, 0]
+    tensor([[2., 2.],
+            [2., 2.]])
+    """
+    return _avg_pool(input, 2, "avg_pool2d", kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)
+
+
+def avg_pool3d(input: Tensor, kernel_size: _Size, stride: Optional[_Size] = None,
+               padding: _Size = 0, ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: Optional[int] = None) -> Tensor:
+    """``torch.nn.functional.avg_pool3d`` on avgpool's kernels, with autograd; the output is
+    contiguous, as torch's, even for channels_last_3d input (which runs in place).
+
+    >>> import torch, avgpool.torch as apt
+    >>> apt.avg_pool3d(torch.ones(1, 1, 2, 2, 2), 2).shape
+    torch.Size([1, 1, 1, 1, 1])
+    """
+    return _avg_pool(input, 3, "avg_pool3d", kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)
+
+
+def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:
+    """``torch.nn.functional.adaptive_avg_pool1d`` on avgpool's kernels, with autograd: output
+    ``i`` averages ``input[..., floor(i * L / out) : ceil((i + 1) * L / out)]``.
+
+    >>> import torch, avgpool.torch as apt
+    >>> apt.adaptive_avg_pool1d(torch.arange(10.).reshape(1, 1, 10), 3)
+    tensor([[[1.5000, 4.5000, 7.5000]]])
+    """
+    return _adaptive(input, 1, "adaptive_avg_pool1d", output_size)
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
+    """``torch.nn.functional.adaptive_avg_pool2d`` on avgpool's kernels, with autograd (an
+    entry ``None`` keeps that input size).
+
+    >>> import torch, avgpool.torch as apt
+    >>> apt.adaptive_avg_pool2d(torch.ones(1, 3, 5, 7), (2, None)).shape
+    torch.Size([1, 3, 2, 7])
+    """
+    return _adaptive(input, 2, "adaptive_avg_pool2d", output_size)
+
+
+def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
+    """``torch.nn.functional.adaptive_avg_pool3d`` on avgpool's kernels, with autograd.
+
+    >>> import torch, avgpool.torch as apt
+    >>> apt.adaptive_avg_pool3d(torch.ones(1, 1, 4, 4, 4), 1).shape
+    torch.Size([1, 1, 1, 1, 1])
+    """
+    return _adaptive(input, 3, "adaptive_avg_pool3d", output_size)
+
+
+# ----------------------------------------------------------------------------------- modules
+# Subclasses of torch.nn's own modules: the same constructor, attributes, extra_repr, state and
+# isinstance checks; only forward runs on avgpool.
+
+class AvgPool1d(torch.nn.AvgPool1d):
+    """``torch.nn.AvgPool1d`` on avgpool's kernels."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                          self.count_include_pad)
+
+
+class AvgPool2d(torch.nn.AvgPool2d):
+    """``torch.nn.AvgPool2d`` on avgpool's kernels."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                          self.count_include_pad, self.divisor_override)
+
+
+class AvgPool3d(torch.nn.AvgPool3d):
+    """``torch.nn.AvgPool3d`` on avgpool's kernels."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                          self.count_include_pad, self.divisor_override)
+
+
+class AdaptiveAvgPool1d(torch.nn.AdaptiveAvgPool1d):
+    """``torch.nn.AdaptiveAvgPool1d`` on avgpool's kernels."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return adaptive_avg_pool1d(input, self.output_size)
+
+
+class AdaptiveAvgPool2d(torch.nn.AdaptiveAvgPool2d):
+    """``torch.nn.AdaptiveAvgPool2d`` on avgpool's kernels."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return adaptive_avg_pool2d(input, self.output_size)
+
+
+class AdaptiveAvgPool3d(torch.nn.AdaptiveAvgPool3d):
+    """``torch.nn.AdaptiveAvgPool3d`` on avgpool's kernels."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return adaptive_avg_pool3d(input, self.output_size)
+

@@ -1,0 +1,295 @@
+"""avgpool.torch against torch itself: values, gradients (gradcheck, gradgradcheck, torch's own
+autograd), memory formats, torch.compile, the nn modules. Needs torch (a test extra; CI installs
+the CPU build)."""
+
+import copy
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+import avgpool  # noqa: E402
+import avgpool.torch as apt  # noqa: E402
+from strategies import scaled  # noqa: E402
+
+POOLS = {1: (apt.avg_pool1d, F.avg_pool1d), 2: (apt.avg_pool2d, F.avg_pool2d),
+         3: (apt.avg_pool3d, F.avg_pool3d)}
+ADAPTIVE = {1: (apt.adaptive_avg_pool1d, F.adaptive_avg_pool1d),
+            2: (apt.adaptive_avg_pool2d, F.adaptive_avg_pool2d),
+            3: (apt.adaptive_avg_pool3d, F.adaptive_avg_pool3d)}
+
+
+def _channels_last(t):
+    """t (N, C, *spatial) stored channels last: channels_last / channels_last_3d, or for 3-D
+    tensors (N, L, C) memory."""
+    r = t.dim() - 2
+    perm = (0,) + tuple(range(2, r + 2)) + (1,)
+    back = (0, r + 1) + tuple(range(1, r + 1))
+    return t.permute(perm).contiguous().permute(back)
+
+
+@st.composite
+def pool_configs(draw, max_size=7):
+    """(rank, input shape, torch keyword arguments) torch accepts."""
+    rank = draw(st.integers(1, 3))
+    ins = tuple(draw(st.integers(1, max_size)) for _ in range(rank))
+    k = tuple(draw(st.integers(1, 4)) for _ in range(rank))
+    if rank == 3:  # avg_pool3d needs every input size >= the kernel (ruling R2)
+        ins = tuple(max(n, kk) for n, kk in zip(ins, k))
+    p = tuple(draw(st.integers(0, kk // 2)) for kk in k)
+    ins = tuple(max(n, kk - 2 * pp) for n, kk, pp in zip(ins, k, p))
+    kw = dict(kernel_size=k, stride=tuple(draw(st.integers(1, 3)) for _ in range(rank)),
+              padding=p, ceil_mode=draw(st.booleans()), count_include_pad=draw(st.booleans()))
+    if rank > 1 and draw(st.integers(0, 3)) == 0:
+        kw["divisor_override"] = draw(st.integers(1, 7))
+    shape = (draw(st.integers(1, 2)), draw(st.integers(1, 4))) + ins
+    return rank, shape, kw
+
+
+@st.composite
+def adaptive_configs(draw, max_size=7):
+    rank = draw(st.integers(1, 3))
+    ins = tuple(draw(st.integers(1, max_size)) for _ in range(rank))
+    outs = tuple(draw(st.integers(1, max_size + 2)) for _ in range(rank))
+    shape = (draw(st.integers(1, 2)), draw(st.integers(1, 4))) + ins
+    return rank, shape, outs
+
+
+def _pair(rank, shape, seed, dtype, channels_last):
+    """The same input twice: in dtype for avgpool, in float32 for torch (whose CPU avg_pool3d
+    has no bfloat16 kernel)."""
+    x = torch.tensor(np.random.default_rng(seed).standard_normal(shape), dtype=dtype)
+    if channels_last:
+        x = _channels_last(x)
+    return x.clone().requires_grad_(), x.detach().float().requires_grad_()
+
+
+def _same_layout(a, b):
+    """Equal strides on every axis of size > 1 (the stride of a size-1 axis is arbitrary: torch
+    itself leaves it as it comes)."""
+    return a.shape == b.shape and all(sa == sb for n, sa, sb in zip(a.shape, a.stride(),
+                                                                     b.stride()) if n > 1)
+
+
+def _check_against_torch(ours, theirs, x_ours, x_theirs, seed, rtol, atol):
+    y, want = ours(x_ours), theirs(x_theirs)
+    assert y.dtype == x_ours.dtype
+    assert _same_layout(y, want), (y.shape, y.stride(), want.stride())
+    torch.testing.assert_close(y.float(), want, rtol=rtol, atol=atol)
+    g = torch.tensor(np.random.default_rng(seed + 1).standard_normal(tuple(y.shape)),
+                     dtype=torch.float32)
+    (gx,) = torch.autograd.grad(y, x_ours, g.to(y.dtype))
+    (gw,) = torch.autograd.grad(want, x_theirs, g)
+    assert _same_layout(gx, gw), (gx.shape, gx.stride(), gw.stride())
+    torch.testing.assert_close(gx.float(), gw, rtol=rtol, atol=atol)
+
+
+# --------------------------------------------------------------------------------------------
+# Values, gradients and memory formats equal torch's own.
+
+
+@given(pool_configs(), st.integers(0, 2**31), st.booleans(),
+       st.sampled_from([torch.float32, torch.bfloat16]))
+def test_avg_pool_equals_torch(config, seed, channels_last, dtype):
+    rank, shape, kw = config
+    ours, theirs = POOLS[rank]
+    xo, xt = _pair(rank, shape, seed, dtype, channels_last)
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == torch.float32 else dict(rtol=2e-2, atol=2e-2)
+    _check_against_torch(lambda t: ours(t, **kw), lambda t: theirs(t, **kw), xo, xt, seed,
+                         **tol)
+
+
+@given(adaptive_configs(), st.integers(0, 2**31), st.booleans(),
+       st.sampled_from([torch.float32, torch.bfloat16]))
+def test_adaptive_avg_pool_equals_torch(config, seed, channels_last, dtype):
+    rank, shape, outs = config
+    ours, theirs = ADAPTIVE[rank]
+    xo, xt = _pair(rank, shape, seed, dtype, channels_last)
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == torch.float32 else dict(rtol=2e-2, atol=2e-2)
+    _check_against_torch(lambda t: ours(t, outs), lambda t: theirs(t, outs), xo, xt, seed, **tol)
+
+
+def test_memory_formats_as_torch_2_13():
+    """The rule the property tests check case by case, spelled out: channels-last input gives
+    channels-last output for 1-D / 2-D, contiguous for 3-D; gradients keep the input's format."""
+    x2 = torch.randn(2, 3, 8, 8).contiguous(memory_format=torch.channels_last)
+    x3 = torch.randn(2, 3, 4, 4, 4).contiguous(memory_format=torch.channels_last_3d)
+    assert apt.avg_pool2d(x2, 2).is_contiguous(memory_format=torch.channels_last)
+    assert apt.adaptive_avg_pool2d(x2, 3).is_contiguous(memory_format=torch.channels_last)
+    assert apt.avg_pool3d(x3, 2).is_contiguous()
+    assert apt.adaptive_avg_pool3d(x3, 3).is_contiguous()
+    x3.requires_grad_()
+    apt.avg_pool3d(x3, 2).sum().backward()
+    assert x3.grad.is_contiguous(memory_format=torch.channels_last_3d)
+
+
+def test_channels_last_runs_on_its_own_memory():
+    """A channels-last input is not copied: the NHWC kernels read it where it is (the result
+    equals a call of avgpool.average_pool with layout NHWC on the same memory)."""
+    x = torch.randn(2, 5, 9, 11).contiguous(memory_format=torch.channels_last)
+    y = apt.avg_pool2d(x, 3, 2, 1)
+    nhwc = x.permute(0, 2, 3, 1)
+    assert nhwc.is_contiguous()
+    desc = avgpool.AveragePoolingDesc((3, 3), strides=(2, 2), start_padding=(1, 1),
+                                      end_padding=(1, 1), include_padding=True)
+    want = avgpool.average_pool(nhwc.numpy(), desc, layout="NHWC")
+    assert torch.equal(y.permute(0, 2, 3, 1), torch.from_numpy(want))
+
+
+# --------------------------------------------------------------------------------------------
+# gradcheck / gradgradcheck (float64): the backward operators against finite differences, and
+# the backward's own backward (double backward).
+
+
+@scaled(0.2)
+@given(pool_configs(max_size=5), st.integers(0, 2**31), st.booleans())
+def test_avg_pool_gradcheck(config, seed, channels_last):
+    rank, shape, kw = config
+    ours = POOLS[rank][0]
+    x, _ = _pair(rank, shape, seed, torch.float64, channels_last)
+    assert torch.autograd.gradcheck(lambda t: ours(t, **kw), (x,))
+    assert torch.autograd.gradgradcheck(lambda t: ours(t, **kw), (x,))
+
+
+@scaled(0.2)
+@given(adaptive_configs(max_size=5), st.integers(0, 2**31), st.booleans())
+def test_adaptive_gradcheck(config, seed, channels_last):
+    rank, shape, outs = config
+    ours = ADAPTIVE[rank][0]
+    x, _ = _pair(rank, shape, seed, torch.float64, channels_last)
+    assert torch.autograd.gradcheck(lambda t: ours(t, outs), (x,))
+    assert torch.autograd.gradgradcheck(lambda t: ours(t, outs), (x,))
+
+
+# --------------------------------------------------------------------------------------------
+# Properties of the calls.
+
+
+def test_input_not_modified_and_unbatched():
+    x = torch.randn(3, 8, 8, requires_grad=True)
+    before = x.detach().clone()
+    y = apt.avg_pool2d(x, 2)
+    want = F.avg_pool2d(x, 2)
+    assert y.shape == want.shape == (3, 4, 4)
+    torch.testing.assert_close(y, want)
+    y.sum().backward()
+    assert torch.equal(x.detach(), before)
+    torch.testing.assert_close(x.grad, torch.full((3, 8, 8), 0.25))
+
+
+def test_gradients_same_bits_for_any_thread_count(monkeypatch):
+    x = torch.randn(4, 16, 33, 35, requires_grad=True)
+    grads = []
+    for n in ("1", "2"):
+        monkeypatch.setenv("AVGPOOL_NUM_THREADS", n)
+        x.grad = None
+        (apt.avg_pool2d(x, 3, 2, 1).square().sum() + apt.adaptive_avg_pool2d(x, 5).sum()).backward()
+        grads.append(x.grad.clone())
+    assert torch.equal(grads[0], grads[1])
+
+
+def test_functional_keeps_autograd():
+    """avgpool.functional with torch tensors goes through the same operators."""
+    from avgpool import functional
+
+    x = torch.randn(2, 3, 8, 8, requires_grad=True)
+    y = functional.avg_pool2d(x, 3, stride=2, padding=1)
+    assert y.grad_fn is not None
+    y.sum().backward()
+    xt = x.detach().clone().requires_grad_()
+    F.avg_pool2d(xt, 3, stride=2, padding=1).sum().backward()
+    torch.testing.assert_close(x.grad, xt.grad)
+    z = functional.adaptive_avg_pool1d(torch.randn(2, 3, 10, requires_grad=True), 4)
+    assert z.grad_fn is not None
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="avgpool runs on the CPU only"):
+        apt.avg_pool2d(torch.empty(1, 1, 4, 4, device="meta"), 2)
+    with pytest.raises(ValueError, match="avgpool runs on the CPU only"):
+        apt.adaptive_avg_pool2d(torch.empty(1, 1, 4, 4, device="meta"), 2)
+    with pytest.raises(TypeError, match="input must be a torch.Tensor"):
+        apt.avg_pool2d(np.ones((1, 1, 4, 4), np.float32), 2)
+    with pytest.raises(ValueError, match="avg_pool2d: input must be 3-D"):
+        apt.avg_pool2d(torch.ones(4, 4), 2)
+    with pytest.raises(ValueError, match="padding should be at most half of the kernel size"):
+        apt.avg_pool2d(torch.ones(1, 1, 4, 4), 2, padding=2)
+    with pytest.raises(ValueError, match=r"output_size\[0\] must be >= 1"):
+        apt.adaptive_avg_pool2d(torch.ones(1, 1, 4, 4), (0, 2))
+    with pytest.raises(TypeError, match="dtype"):
+        apt.avg_pool2d(torch.ones(1, 1, 4, 4, dtype=torch.int32), 2)
+
+
+# --------------------------------------------------------------------------------------------
+# Modules and torch.compile.
+
+
+MODULES = [
+    (apt.AvgPool1d, torch.nn.AvgPool1d, (3,), dict(stride=2, padding=1, ceil_mode=True), 3),
+    (apt.AvgPool2d, torch.nn.AvgPool2d, (3,), dict(stride=2, padding=1,
+                                                   count_include_pad=False), 4),
+    (apt.AvgPool2d, torch.nn.AvgPool2d, ((2, 3),), dict(divisor_override=5), 4),
+    (apt.AvgPool3d, torch.nn.AvgPool3d, (2,), dict(stride=1), 5),
+    (apt.AdaptiveAvgPool1d, torch.nn.AdaptiveAvgPool1d, (4,), {}, 3),
+    (apt.AdaptiveAvgPool2d, torch.nn.AdaptiveAvgPool2d, ((3, None),), {}, 4),
+    (apt.AdaptiveAvgPool3d, torch.nn.AdaptiveAvgPool3d, (2,), {}, 5),
+]
+
+
+@pytest.mark.parametrize("ours, theirs, args, kwargs, ndim", MODULES,
+                         ids=[m[1].__name__ + str(i) for i, m in enumerate(MODULES)])
+def test_modules_match_torch_nn(ours, theirs, args, kwargs, ndim):
+    a, b = ours(*args, **kwargs), theirs(*args, **kwargs)
+    assert isinstance(a, theirs)
+    assert repr(a) == repr(b)
+    assert a.extra_repr() == b.extra_repr()
+    x = torch.randn((2, 3, 7, 6, 5)[:ndim], requires_grad=True)
+    xt = x.detach().clone().requires_grad_()
+    y, want = a(x), b(xt)
+    torch.testing.assert_close(y, want)
+    y.sum().backward()
+    want.sum().backward()
+    torch.testing.assert_close(x.grad, xt.grad)
+
+
+class _Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.pool = apt.AvgPool2d(3, 2, 1)
+        self.adapt = apt.AdaptiveAvgPool2d((2, 2))
+        self.fc = torch.nn.Linear(32, 4)
+
+    def forward(self, x):
+        x = self.adapt(self.pool(torch.relu(self.conv(x))))
+        return self.fc(torch.flatten(x, 1))
+
+
+def _train_step(model, x, target):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    opt.zero_grad()
+    loss = F.cross_entropy(model(x), target)
+    loss.backward()
+    opt.step()
+    return loss.detach()
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_torch_compile_fullgraph_trains_like_eager(backend):
+    """No graph break (fullgraph=True raises on one); one SGD step gives eager's weights."""
+    torch.manual_seed(0)
+    eager = _Net()
+    compiled = copy.deepcopy(eager)
+    x = torch.randn(4, 3, 16, 16).contiguous(memory_format=torch.channels_last)
+    target = torch.tensor([0, 1, 2, 3])
+    loss_eager = _train_step(eager, x, target)
+    torch._dynamo.reset()
+    loss_compiled = _train_step(torch.compile(compiled, fullgraph=True, backend=backend), x,
+                                target)
+    torch.testing.assert_close(loss_compiled, loss_eager)
+    for p, q in zip(compiled.parameters(), eager.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
