@@ -5,6 +5,8 @@ of a noisy run (the decision functions are pure: tested with made-up timings).""
 import functools
 import re
 import subprocess
+
+import pytest
 import sys
 
 from avgpool import _bench
@@ -96,3 +98,24 @@ def test_table_of_a_busy_machine_starts_with_the_warning():
 def test_table_of_a_quiet_run_has_no_warning():
     table = _bench.format_table(_result([]))
     assert "WARNING" not in table and "noisy (" not in table and "--threads 1" not in table
+
+
+def test_torch_section_times_both_libraries_and_checks_agreement(monkeypatch):
+    """bench --torch on one small case: every column filled, outputs agree, the table prints."""
+    pytest.importorskip("torch")  # a test extra: CI installs it
+    from avgpool import _bench_torch
+
+    monkeypatch.setattr(_bench_torch, "TORCH_CASES",
+                        [("3x3s2p1-2x8x20x20", (2, 8, 20, 20), "avg_pool2d", (3, 2, 1)),
+                         ("adaptive-2x8x9x9-4x4", (2, 8, 9, 9), "adaptive_avg_pool2d", ((4, 4),))])
+    result = _bench_torch.run_torch(1, quick=True)
+    assert [(r["case"], r["format"]) for r in result["rows"]] == [
+        ("3x3s2p1-2x8x20x20", "NCHW"), ("3x3s2p1-2x8x20x20", "channels_last"),
+        ("adaptive-2x8x9x9-4x4", "NCHW"), ("adaptive-2x8x9x9-4x4", "channels_last")]
+    for r in result["rows"]:
+        assert r["agree"]
+        for key in ("torch_fwd_us", "avgpool_fwd_us", "plain_fwd_us", "torch_bwd_us",
+                    "avgpool_bwd_us", "bwd_vs_best"):
+            assert r[key] > 0
+    table = _bench_torch.format_torch_table(result)
+    assert "bwd vs best" in table and "3x3s2p1-2x8x20x20" in table

@@ -31,6 +31,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     bench.add_argument("--no-progress", action="store_true", help="no progress bar")
     bench.add_argument("--alloc", action="store_true",
                        help="avgpool allocates its output per call instead of reusing out=")
+    bench.add_argument("--torch", action="store_true",
+                       help="avgpool.torch against torch.nn.functional: forward and backward, "
+                            "NCHW and channels last (instead of the peer comparison)")
     bench.add_argument("--contended", action="store_true",
                        help="time everything again beside a process spinning on one core and "
                             "report each one's slowdown")

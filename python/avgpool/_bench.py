@@ -783,6 +783,15 @@ def plot(result: dict, path: str) -> None:
 
 
 def main(args) -> int:
+    if getattr(args, "torch", False):
+        from . import _bench_torch
+
+        result = _bench_torch.run_torch(args.threads or os.cpu_count() or 1, quick=args.quick)
+        print(_bench_torch.format_torch_table(result))
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(result, f, indent=1)
+        return 0
     cases = [c for c in CASES if (not args.quick or c.quick)]
     if args.cases:
         cases = [c for c in cases if args.cases in c.id]
