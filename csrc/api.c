@@ -15,6 +15,8 @@
 struct ap_operator {
     ap_plan plan;
     ap_kernel_fn kernel;
+    ap_backward_fn backward;
+    ap_inverse inverse; /* the taps inverted for the backward pass, made at creation */
     ap_tensor_desc output;
 };
 
@@ -29,6 +31,7 @@ static ap_status ap_operator_init(ap_operator *op, ap_status planned,
     if (!table) return isa_status;
     ap_plan *plan = &op->plan;
     op->kernel = table->pool[plan->layout][plan->dtype];
+    op->backward = table->backward[plan->dtype];
     ap_choose_path(plan, table->lanes[plan->dtype], NULL, 0);
     op->output = *input;
     for (int a = 0; a < input->rank; ++a)
@@ -108,8 +111,11 @@ ap_status ap_adaptive_avgpool_backward(const ap_adaptive_desc *desc, const ap_te
 
 static ap_status ap_operator_make(ap_operator *op, ap_status planned,
                                   const ap_tensor_desc *input, ap_operator **out) {
-    const ap_status s = ap_operator_init(op, planned, input);
+    ap_status s = ap_operator_init(op, planned, input);
+    if (s == AP_OK && op->plan.batch * op->plan.channels > 0)
+        s = ap_inverse_make(&op->inverse, &op->plan);
     if (s != AP_OK) {
+        ap_inverse_free(&op->inverse);
         ap_plan_free(&op->plan);
         free(op);
         return s;
@@ -152,8 +158,18 @@ ap_status ap_operator_output(const ap_operator *op, ap_tensor_desc *output) {
     return AP_OK;
 }
 
+ap_status ap_operator_run_backward(const ap_operator *op, const void *gy, void *gx) {
+    if (!op) return AP_ERR_NULL_POINTER;
+    const ap_plan *plan = &op->plan;
+    const int64_t n_in = plan->batch * plan->channels * plan->in_plane;
+    const int64_t n_out = plan->batch * plan->channels * plan->out_plane;
+    if ((n_out > 0 && !gy) || (n_in > 0 && !gx)) return AP_ERR_NULL_POINTER;
+    return n_in > 0 ? op->backward(plan, &op->inverse, gy, gx) : AP_OK;
+}
+
 void ap_operator_destroy(ap_operator *op) {
     if (!op) return;
+    ap_inverse_free(&op->inverse);
     ap_plan_free(&op->plan);
     free(op);
 }

@@ -93,6 +93,7 @@ cdef extern from "avgpool.h" nogil:
                                           int num_threads, ap_operator **op, ap_error *err)
     ap_status ap_operator_output(const ap_operator *op, ap_tensor_desc *output)
     ap_status ap_operator_run(const ap_operator *op, const void *x, void *y)
+    ap_status ap_operator_run_backward(const ap_operator *op, const void *gy, void *gx)
     void ap_operator_destroy(ap_operator *op)
     const char *ap_version()
     const char *ap_build_info()

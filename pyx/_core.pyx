@@ -336,6 +336,7 @@ cdef class CompiledOperator:
     cdef int typenum
     cdef int out_ndim
     cdef cnp.npy_intp out_dims[5]
+    cdef cnp.npy_intp in_dims[5]
 
     def __cinit__(self):
         self.op = NULL
@@ -358,6 +359,7 @@ cdef class CompiledOperator:
         self.out_ndim = len(self.output_shape)
         for i in range(self.out_ndim):
             self.out_dims[i] = self.output_shape[i]
+            self.in_dims[i] = shape[i]
         self.dtype = np.dtype(dtype)
         self.typenum = self.dtype.num
         self.layout = "NHWC" if o.layout == AP_LAYOUT_NHWC else "NCHW"
@@ -416,6 +418,57 @@ cdef class CompiledOperator:
         else:
             with nogil:
                 s = ap_operator_run(self.op, xp, yp)
+        if s != AP_OK:
+            _raise(s)
+        if out is None and _is_torch is not None and type(src) is not cnp.ndarray and _is_torch(src):
+            return _to_torch(y)
+        return y
+
+    def backward(self, grad_out, out=None):
+        """The gradient with respect to the input (``input_shape``) from ``grad_out``, the
+        gradient with respect to the output (``output_shape``, ``dtype``), into ``out`` or a
+        new array; as ``avgpool.average_pool_backward``, bit for bit."""
+        cdef cnp.ndarray a
+        cdef cnp.ndarray y
+        cdef ap_status s
+        src = grad_out
+        if type(grad_out) is not cnp.ndarray:
+            if _as_array is None:
+                raise TypeError(f"grad_out must be a numpy array, got {type(grad_out).__name__}")
+            grad_out = _as_array(grad_out)
+        a = <cnp.ndarray>grad_out
+        if cnp.PyArray_TYPE(a) != self.typenum:
+            raise TypeError(f"grad_out has dtype {(<object>a).dtype}, but the operator was "
+                            f"compiled for {self.dtype}")
+        if not _has_shape(a, self.output_shape):
+            raise ValueError(f"grad_out has shape {(<object>a).shape}, expected the operator's "
+                             f"output_shape {self.output_shape}")
+        if not cnp.PyArray_IS_C_CONTIGUOUS(a) or not cnp.PyArray_ISNOTSWAPPED(a):
+            a = _prepare(a, "grad_out")
+        if out is None:
+            y = cnp.PyArray_EMPTY(self.out_ndim, self.in_dims, self.typenum, 0)
+        else:
+            if type(out) is not cnp.ndarray:
+                raise TypeError(f"out must be a numpy.ndarray, got {type(out).__name__}")
+            y = <cnp.ndarray>out
+            if not _has_shape(y, self.input_shape):
+                raise ValueError(f"out has shape {(<object>y).shape}, expected "
+                                 f"{self.input_shape}")
+            if cnp.PyArray_TYPE(y) != self.typenum:
+                raise TypeError(f"out has dtype {(<object>y).dtype}, expected {self.dtype}")
+            if not cnp.PyArray_IS_C_CONTIGUOUS(y):
+                raise ValueError("out must be C-contiguous")
+            if not cnp.PyArray_ISWRITEABLE(y):
+                raise ValueError("out must be writeable")
+            if _overlap(a, y) or (a is not grad_out and np.may_share_memory(grad_out, y)):
+                raise ValueError("out must not overlap grad_out")
+        cdef const void *gp = cnp.PyArray_DATA(a)
+        cdef void *xp = cnp.PyArray_DATA(y)
+        if cnp.PyArray_NBYTES(y) < _GIL_FREE_BYTES:
+            s = ap_operator_run_backward(self.op, gp, xp)
+        else:
+            with nogil:
+                s = ap_operator_run_backward(self.op, gp, xp)
         if s != AP_OK:
             _raise(s)
         if out is None and _is_torch is not None and type(src) is not cnp.ndarray and _is_torch(src):

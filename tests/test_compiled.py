@@ -192,3 +192,38 @@ def test_operator_keeps_the_path_of_its_creation():
     with using_isa(simd):
         assert op(x).tobytes() == scalar.tobytes()
         assert avgpool.average_pool(x, desc).tobytes() != scalar.tobytes()
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_backward_equals_the_plain_backward(layout):
+    """op.backward is average_pool_backward / adaptive_average_pool_backward, bit for bit."""
+    rng = np.random.default_rng(5)
+    shape = (2, 5, 13, 11) if layout == "NCHW" else (2, 13, 11, 5)
+    for desc in (avgpool.AveragePoolingDesc((3, 3), strides=(2, 1), start_padding=(1, 1),
+                                            end_padding=(1, 0)),
+                 avgpool.AdaptiveAveragePoolingDesc((4, 3))):
+        op = avgpool.compile_operator(desc, shape, np.float32, layout=layout)
+        gy = rng.standard_normal(op.output_shape).astype(np.float32)
+        if isinstance(desc, avgpool.AveragePoolingDesc):
+            want = avgpool.average_pool_backward(gy, desc, shape, layout=layout)
+        else:
+            want = avgpool.adaptive_average_pool_backward(gy, desc, shape, layout=layout)
+        got = op.backward(gy)
+        assert got.shape == shape and got.tobytes() == want.tobytes()
+        out = np.empty(shape, np.float32)
+        assert op.backward(gy, out=out) is out and out.tobytes() == want.tobytes()
+
+
+def test_backward_checks_its_arguments():
+    op = avgpool.compile_operator(avgpool.AveragePoolingDesc((2, 2), strides=(2, 2)),
+                                  (1, 1, 4, 4), np.float32)
+    with pytest.raises(ValueError, match=r"grad_out has shape \(1, 1, 4, 4\), expected the "
+                                         r"operator's output_shape \(1, 1, 2, 2\)"):
+        op.backward(np.zeros((1, 1, 4, 4), np.float32))
+    with pytest.raises(TypeError, match="grad_out has dtype float64"):
+        op.backward(np.zeros((1, 1, 2, 2)))
+    with pytest.raises(ValueError, match=r"out has shape \(1, 1, 2, 2\), expected \(1, 1, 4, 4\)"):
+        op.backward(np.zeros((1, 1, 2, 2), np.float32), out=np.zeros((1, 1, 2, 2), np.float32))
+    buf = np.zeros(32, np.float32)
+    with pytest.raises(ValueError, match="out must not overlap grad_out"):
+        op.backward(buf[:4].reshape(1, 1, 2, 2), out=buf[:16].reshape(1, 1, 4, 4))

@@ -309,6 +309,11 @@ AP_API ap_status ap_operator_output(const ap_operator *op, ap_tensor_desc *outpu
  * ap_operator_output), as ap_avgpool does. Errors: AP_ERR_NULL_POINTER (op,
  * or x / y of a non-empty tensor), AP_ERR_OUT_OF_MEMORY. */
 AP_API ap_status ap_operator_run(const ap_operator *op, const void *x, void *y);
+/* The backward pass of the operator: gx (the input's gradient, input shape) from gy (the
+ * output's gradient), as ap_avgpool_backward computes it, with the taps inverted once at
+ * creation. Several threads may run it at once, as ap_operator_run. Errors:
+ * AP_ERR_NULL_POINTER (op, or gy / gx of a non-empty tensor), AP_ERR_OUT_OF_MEMORY. */
+AP_API ap_status ap_operator_run_backward(const ap_operator *op, const void *gy, void *gx);
 /* Free the operator; NULL is allowed. */
 AP_API void ap_operator_destroy(ap_operator *op);
 

@@ -233,8 +233,10 @@ def compile_operator(desc: Union[AveragePoolingDesc, AdaptiveAveragePoolingDesc,
     read now). The returned operator has ``input_shape``, ``output_shape``, ``dtype``,
     ``layout`` and ``num_threads``; ``op(x, out=None)`` checks only what may change between
     calls (x's type, dtype and shape; ``out``'s shape, dtype, memory order and overlap) and
-    returns the same result as the plain call, bit for bit. Several Python threads may call one
-    operator at once.
+    returns the same result as the plain call, bit for bit. ``op.backward(grad_out, out=None)``
+    returns the gradient with respect to the input, as :func:`average_pool_backward` (with the
+    window tables inverted once, at compilation). Several Python threads may call one operator
+    at once.
 
     >>> import numpy as np, avgpool
     >>> op = avgpool.compile_operator(avgpool.AveragePoolingDesc((2, 2), strides=(2, 2)),

@@ -67,16 +67,25 @@ static ap_status one_shot(const tcase *c, const void *x, void *y) {
                        : ap_avgpool(&c->pd, &c->t, c->dtype, x, y, c->threads);
 }
 
+static ap_status one_shot_backward(const tcase *c, const void *gy, void *gx) {
+    return c->adaptive
+               ? ap_adaptive_avgpool_backward(&c->ad, &c->t, c->dtype, gy, gx, c->threads)
+               : ap_avgpool_backward(&c->pd, &c->t, c->dtype, gy, gx, c->threads);
+}
+
 typedef struct {
     const ap_operator *op;
     const void *x;
     void *y;
     ap_status status;
+    int backward; /* run the backward pass: x is gy, y is gx */
 } job;
 
 static void *run_job(void *arg) {
     job *j = (job *)arg;
-    for (int i = 0; i < 5 && j->status == AP_OK; ++i) j->status = ap_operator_run(j->op, j->x, j->y);
+    for (int i = 0; i < 5 && j->status == AP_OK; ++i)
+        j->status = j->backward ? ap_operator_run_backward(j->op, j->x, j->y)
+                                : ap_operator_run(j->op, j->x, j->y);
     return NULL;
 }
 
@@ -108,7 +117,7 @@ static void test_random(const char *isa, int cases) {
         pthread_t th[THREADS];
         job jobs[THREADS];
         for (int t = 0; t < THREADS; ++t) {
-            jobs[t] = (job){op, x, got + (size_t)(t + 1) * (size_t)ny * es, AP_OK};
+            jobs[t] = (job){op, x, got + (size_t)(t + 1) * (size_t)ny * es, AP_OK, 0};
             CHECK(pthread_create(&th[t], NULL, run_job, &jobs[t]) == 0, "pthread_create");
         }
         for (int t = 0; t < THREADS; ++t) {
@@ -117,8 +126,28 @@ static void test_random(const char *isa, int cases) {
             CHECK(memcmp(jobs[t].y, want, (size_t)ny * es) == 0,
                   "[%s] case %d: thread %d's result differs", isa, i, t);
         }
+        /* the backward pass: the operator's equals the one-shot call's, bit for bit, here
+         * and from THREADS threads at once (gy: a random gradient of the output) */
+        unsigned char *gy = malloc((size_t)ny * es), *gwant = malloc((size_t)nx * es);
+        unsigned char *ggot = malloc((size_t)nx * es * (THREADS + 1));
+        for (int64_t k = 0; k < ny; ++k) tu_set(c.dtype, gy, k, tu_uniform() * 2.0 - 1.0);
+        CHECK_STATUS(one_shot_backward(&c, gy, gwant), AP_OK);
+        memset(ggot, 0xab, (size_t)nx * es);
+        CHECK_STATUS(ap_operator_run_backward(op, gy, ggot), AP_OK);
+        CHECK(memcmp(ggot, gwant, (size_t)nx * es) == 0,
+              "[%s] case %d: the operator's backward differs from the one-shot call", isa, i);
+        for (int t = 0; t < THREADS; ++t) {
+            jobs[t] = (job){op, gy, ggot + (size_t)(t + 1) * (size_t)nx * es, AP_OK, 1};
+            CHECK(pthread_create(&th[t], NULL, run_job, &jobs[t]) == 0, "pthread_create");
+        }
+        for (int t = 0; t < THREADS; ++t) {
+            pthread_join(th[t], NULL);
+            CHECK_STATUS(jobs[t].status, AP_OK);
+            CHECK(memcmp(jobs[t].y, gwant, (size_t)nx * es) == 0,
+                  "[%s] case %d: thread %d's backward differs", isa, i, t);
+        }
         ap_operator_destroy(op);
-        free(x), free(want), free(got);
+        free(x), free(want), free(got), free(gy), free(gwant), free(ggot);
     }
 }
 
@@ -186,6 +215,9 @@ static void test_errors(void) {
     CHECK_STATUS(ap_operator_run(op, NULL, y), AP_ERR_NULL_POINTER);
     CHECK_STATUS(ap_operator_run(op, x, NULL), AP_ERR_NULL_POINTER);
     CHECK_STATUS(ap_operator_run(NULL, x, y), AP_ERR_NULL_POINTER);
+    CHECK_STATUS(ap_operator_run_backward(op, NULL, x), AP_ERR_NULL_POINTER);
+    CHECK_STATUS(ap_operator_run_backward(op, y, NULL), AP_ERR_NULL_POINTER);
+    CHECK_STATUS(ap_operator_run_backward(NULL, y, x), AP_ERR_NULL_POINTER);
     ap_tensor_desc out;
     CHECK_STATUS(ap_operator_output(op, &out), AP_OK);
     CHECK(out.batch == 1 && out.channels == 2 && out.rank == 2 && out.sizes[0] == 4 &&
