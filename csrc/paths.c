@@ -170,7 +170,9 @@ ap_path ap_choose_path(ap_plan *p, int lanes, char *why, size_t why_len) {
              * only by a third (4 x 4 stride 1: 16 against 9), or when C is one or
              * two vectors and the per-tap cost of the direct sums dominates
              * (3 x 3 stride 1: 9 against 7; measured on Zen 4). Adaptive: s = 0. */
-            const int64_t kh = ad->window * ah->window, via_row = (kh + 1) * s + k;
+            /* kh * k <= 64 taps here, but s may be huge */
+            const int64_t kh = ad->window * ah->window;
+            const int64_t via_row = s < kh * k ? (kh + 1) * s + k : INT64_MAX;
             p->nhwc_rowsums = kh >= 2 && aw->in <= (1 << 20) / C &&
                               (s == 0 || (via_row < kh * k &&
                                           (2 * kh * k >= 3 * via_row || C <= 2 * lanes)));

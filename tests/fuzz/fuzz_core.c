@@ -287,6 +287,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             abort();
         }
         free(z);
+        /* the backward pass with the output as the gradient: it runs (memory-checked by the
+         * sanitizers) and the operator's equals the one-shot call's */
+        uint8_t *gx = (uint8_t *)malloc((size_t)n_in * es + 1);
+        uint8_t *gz = (uint8_t *)malloc((size_t)n_in * es + 1);
+        if (!gx || !gz) abort();
+        s = adaptive ? ap_adaptive_avgpool_backward(&ad, &t, dtype, dst, gx, threads)
+                     : ap_avgpool_backward(&d, &t, dtype, dst, gx, threads);
+        if (s != AP_OK || ap_operator_run_backward(op, dst, gz) != AP_OK ||
+            memcmp(gx, gz, (size_t)n_in * es) != 0) {
+            fprintf(stderr, "path %s: the backward failed or the operator's differs\n", isas[k]);
+            abort();
+        }
+        free(gx);
+        free(gz);
         ap_operator_destroy(op);
         ++ran;
     }
