@@ -16,8 +16,10 @@ without graph breaks. Channels-last tensors (``torch.channels_last``, ``channels
 (N, C, L) tensors whose channels are the fastest axis) run the channels-last kernels on their own
 memory; any other strides are made contiguous first. The output's memory format is the one torch
 gives for the same call: channels last for the 1-D and 2-D functions on channels-last input,
-contiguous for ``avg_pool3d`` and ``adaptive_avg_pool3d`` (torch 2.13); gradients take the
-input's memory format. CPU tensors of float32, float64, float16 and bfloat16 only.
+contiguous for ``avg_pool3d`` and ``adaptive_avg_pool3d`` (torch 2.13); gradients too take the
+format torch's own backward gives them (the same rule, and contiguous for adaptive pooling to
+size 1, which torch computes as a mean). CPU tensors of float32, float64, float16 and bfloat16
+only.
 """
 
 from __future__ import annotations
