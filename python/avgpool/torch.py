@@ -299,11 +299,31 @@ def _batched(x: Tensor, rank: int, fname: str) -> Tuple[Tensor, bool]:
 def _pool_params(spatial: Tuple[int, ...], rank: int, kernel_size: Any, stride: Any,
                  padding: Any, ceil_mode: Any, count_include_pad: Any,
                  divisor_override: Any) -> Tuple[Any, ...]:
+    args = (spatial, rank, _hashable(kernel_size), _hashable(stride), _hashable(padding),
+            ceil_mode, count_include_pad, divisor_override)
+    try:
+        hash(args)
+    except TypeError:  # an argument of a type the checks below will name
+        return _pool_params_of(*args)
+    return _pool_params_cached(*args)
+
+
+def _hashable(v: Any) -> Any:
+    return tuple(v) if isinstance(v, list) else v
+
+
+def _pool_params_of(spatial: Tuple[int, ...], rank: int, kernel_size: Any, stride: Any,
+                    padding: Any, ceil_mode: Any, count_include_pad: Any,
+                    divisor_override: Any) -> Tuple[Any, ...]:
     desc = _functional.pool_desc_for(spatial, rank, kernel_size, stride, padding, ceil_mode,
                                      count_include_pad, divisor_override)
     return (list(desc.window_size), list(desc.strides or ()), list(desc.start_padding or ()),
             list(desc.output_sizes or ()), bool(desc.include_padding),
             desc.divisor_override or 0)
+
+
+# the same arguments on the same sizes (a model's every step): checked once
+_pool_params_cached = lru_cache(maxsize=512)(_pool_params_of)
 
 
 @torch.compiler.assume_constant_result
