@@ -70,7 +70,6 @@ ap_status ap_adaptive_avgpool(const ap_adaptive_desc *desc, const ap_tensor_desc
     return s;
 }
 
-/* Heap operators: the plan as above, or the error's details. */
 /* The backward pass of a made plan: invert its taps, run the table's
  * backward kernel. */
 static ap_status ap_backward_run(ap_plan *plan, const void *gy, void *gx) {
@@ -109,6 +108,7 @@ ap_status ap_adaptive_avgpool_backward(const ap_adaptive_desc *desc, const ap_te
     return s;
 }
 
+/* Heap operators: the plan as above, or the error's details. */
 static ap_status ap_operator_make(ap_operator *op, ap_status planned,
                                   const ap_tensor_desc *input, ap_operator **out) {
     ap_status s = ap_operator_init(op, planned, input);
