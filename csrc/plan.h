@@ -63,6 +63,14 @@ ap_status ap_plan_adaptive(ap_plan *plan, const ap_adaptive_desc *desc,
                            const ap_tensor_desc *input, ap_dtype dtype, int num_threads);
 void ap_plan_free(ap_plan *plan);
 
+/* The divisor of output (od, oh, ow): divisor_override, or the product of
+ * the axes' factors. */
+static inline int64_t ap_plan_divisor(const ap_plan *p, int64_t od, int64_t oh, int64_t ow) {
+    return p->divisor_override
+               ? p->divisor_override
+               : p->axis[0].count[od] * p->axis[1].count[oh] * p->axis[2].count[ow];
+}
+
 /* The plan's taps inverted, for the backward pass: per axis, the outputs
  * whose windows count input position i are list[off[i] .. off[i + 1]), in
  * ascending order (the taps of every output, once each, so at most
