@@ -377,32 +377,51 @@ cdef class CompiledOperator:
 
     def __call__(self, x, out=None):
         """Pool ``x`` (of ``input_shape`` and ``dtype``) into ``out`` or a new array."""
+        return self._apply(x, out, False)
+
+    def backward(self, grad_out, out=None):
+        """The gradient with respect to the input (``input_shape``) from ``grad_out``, the
+        gradient with respect to the output (``output_shape``, ``dtype``), into ``out`` or a
+        new array; as ``avgpool.average_pool_backward``, bit for bit."""
+        return self._apply(grad_out, out, True)
+
+    cdef object _apply(self, x, out, bint backward):
+        """Check x (the input, or the output's gradient with backward) and out against the
+        compiled shapes and dtype, then run the forward or the backward plan."""
         cdef cnp.ndarray a
         cdef cnp.ndarray y
         cdef ap_status s
+        cdef str name = "grad_out" if backward else "x"
+        cdef tuple shape_in = self.output_shape if backward else self.input_shape
+        cdef tuple shape_out = self.input_shape if backward else self.output_shape
         src = x
         if type(x) is not cnp.ndarray:
             if _as_array is None:
-                raise TypeError(f"x must be a numpy array, got {type(x).__name__}")
+                raise TypeError(f"{name} must be a numpy array, got {type(x).__name__}")
             x = _as_array(x)
         a = <cnp.ndarray>x
         if cnp.PyArray_TYPE(a) != self.typenum:
-            raise TypeError(f"x has dtype {(<object>a).dtype}, but the operator was compiled "
-                            f"for {self.dtype}")
-        if not _has_shape(a, self.input_shape):
+            raise TypeError(f"{name} has dtype {(<object>a).dtype}, but the operator was "
+                            f"compiled for {self.dtype}")
+        if not _has_shape(a, shape_in):
+            if backward:
+                raise ValueError(f"grad_out has shape {(<object>a).shape}, expected the "
+                                 f"operator's output_shape {shape_in}")
             raise ValueError(f"x has shape {(<object>a).shape}, but the operator was compiled "
-                             f"for {self.input_shape}")
+                             f"for {shape_in}")
         if not cnp.PyArray_IS_C_CONTIGUOUS(a) or not cnp.PyArray_ISNOTSWAPPED(a):
-            a = _prepare(a)  # a native C-contiguous copy, as the plain call makes
+            a = _prepare(a, name)  # a native C-contiguous copy, as the plain call makes
+        cdef cnp.npy_intp *dims = &self.out_dims[0]
+        if backward:
+            dims = &self.in_dims[0]
         if out is None:
-            y = cnp.PyArray_EMPTY(self.out_ndim, self.out_dims, self.typenum, 0)
+            y = cnp.PyArray_EMPTY(self.out_ndim, dims, self.typenum, 0)
         else:
             if type(out) is not cnp.ndarray:
                 raise TypeError(f"out must be a numpy.ndarray, got {type(out).__name__}")
             y = <cnp.ndarray>out
-            if not _has_shape(y, self.output_shape):
-                raise ValueError(f"out has shape {(<object>y).shape}, expected "
-                                 f"{self.output_shape}")
+            if not _has_shape(y, shape_out):
+                raise ValueError(f"out has shape {(<object>y).shape}, expected {shape_out}")
             if cnp.PyArray_TYPE(y) != self.typenum:
                 raise TypeError(f"out has dtype {(<object>y).dtype}, expected {self.dtype}")
             if not cnp.PyArray_IS_C_CONTIGUOUS(y):
@@ -410,71 +429,24 @@ cdef class CompiledOperator:
             if not cnp.PyArray_ISWRITEABLE(y):
                 raise ValueError("out must be writeable")
             if _overlap(a, y) or (a is not x and np.may_share_memory(x, y)):
-                raise ValueError("out must not overlap x")
+                raise ValueError(f"out must not overlap {name}")
         cdef const void *xp = cnp.PyArray_DATA(a)
         cdef void *yp = cnp.PyArray_DATA(y)
-        if cnp.PyArray_NBYTES(a) < _GIL_FREE_BYTES:
-            s = ap_operator_run(self.op, xp, yp)  # over before another thread could start
+        # calls on less input than _GIL_FREE_BYTES are over before another thread could start
+        if cnp.PyArray_NBYTES(y if backward else a) < _GIL_FREE_BYTES:
+            s = ap_operator_run_backward(self.op, xp, yp) if backward \
+                else ap_operator_run(self.op, xp, yp)
         else:
             with nogil:
-                s = ap_operator_run(self.op, xp, yp)
+                if backward:
+                    s = ap_operator_run_backward(self.op, xp, yp)
+                else:
+                    s = ap_operator_run(self.op, xp, yp)
         if s != AP_OK:
             _raise(s)
         if out is None and _is_torch is not None and type(src) is not cnp.ndarray and _is_torch(src):
             return _to_torch(y)
         return y
-
-    def backward(self, grad_out, out=None):
-        """The gradient with respect to the input (``input_shape``) from ``grad_out``, the
-        gradient with respect to the output (``output_shape``, ``dtype``), into ``out`` or a
-        new array; as ``avgpool.average_pool_backward``, bit for bit."""
-        cdef cnp.ndarray a
-        cdef cnp.ndarray y
-        cdef ap_status s
-        src = grad_out
-        if type(grad_out) is not cnp.ndarray:
-            if _as_array is None:
-                raise TypeError(f"grad_out must be a numpy array, got {type(grad_out).__name__}")
-            grad_out = _as_array(grad_out)
-        a = <cnp.ndarray>grad_out
-        if cnp.PyArray_TYPE(a) != self.typenum:
-            raise TypeError(f"grad_out has dtype {(<object>a).dtype}, but the operator was "
-                            f"compiled for {self.dtype}")
-        if not _has_shape(a, self.output_shape):
-            raise ValueError(f"grad_out has shape {(<object>a).shape}, expected the operator's "
-                             f"output_shape {self.output_shape}")
-        if not cnp.PyArray_IS_C_CONTIGUOUS(a) or not cnp.PyArray_ISNOTSWAPPED(a):
-            a = _prepare(a, "grad_out")
-        if out is None:
-            y = cnp.PyArray_EMPTY(self.out_ndim, self.in_dims, self.typenum, 0)
-        else:
-            if type(out) is not cnp.ndarray:
-                raise TypeError(f"out must be a numpy.ndarray, got {type(out).__name__}")
-            y = <cnp.ndarray>out
-            if not _has_shape(y, self.input_shape):
-                raise ValueError(f"out has shape {(<object>y).shape}, expected "
-                                 f"{self.input_shape}")
-            if cnp.PyArray_TYPE(y) != self.typenum:
-                raise TypeError(f"out has dtype {(<object>y).dtype}, expected {self.dtype}")
-            if not cnp.PyArray_IS_C_CONTIGUOUS(y):
-                raise ValueError("out must be C-contiguous")
-            if not cnp.PyArray_ISWRITEABLE(y):
-                raise ValueError("out must be writeable")
-            if _overlap(a, y) or (a is not grad_out and np.may_share_memory(grad_out, y)):
-                raise ValueError("out must not overlap grad_out")
-        cdef const void *gp = cnp.PyArray_DATA(a)
-        cdef void *xp = cnp.PyArray_DATA(y)
-        if cnp.PyArray_NBYTES(y) < _GIL_FREE_BYTES:
-            s = ap_operator_run_backward(self.op, gp, xp)
-        else:
-            with nogil:
-                s = ap_operator_run_backward(self.op, gp, xp)
-        if s != AP_OK:
-            _raise(s)
-        if out is None and _is_torch is not None and type(src) is not cnp.ndarray and _is_torch(src):
-            return _to_torch(y)
-        return y
-
 
 cdef class PoolDesc:
     """A validated ap_pool_desc; built by avgpool.AveragePoolingDesc."""
