@@ -332,8 +332,12 @@ static int taps_of(const tcase *c, const axis *x, int64_t o, int64_t *pos, int64
     return n;
 }
 
-/* ref[i] = reference mean, mag[i] = sum of finite |x| over the window / |divisor|. */
-static void reference(const tcase *c, const double *x, double *ref, double *mag) {
+/* visit(ctx, yi, div, xi, n) for every output element yi of case c: its divisor and the n
+ * input elements xi[0 .. n) its window sums (the float64 references' one walk over the
+ * windows, forward and backward). */
+typedef void (*window_visit)(void *ctx, int64_t yi, double div, const int64_t *xi, int64_t n);
+
+static void for_each_window(const tcase *c, window_visit visit, void *ctx) {
     axis ax[3];
     for (int a = 0; a < 3; ++a) ax[a] = axis_of(c, a);
     const int64_t C = c->t.channels, N = c->t.batch;
@@ -342,6 +346,8 @@ static void reference(const tcase *c, const double *x, double *ref, double *mag)
     const int nhwc = c->t.layout == AP_LAYOUT_NHWC;
     int64_t *pd = malloc(sizeof(int64_t) * (size_t)(D + H + W + 3) * 8);
     int64_t *ph = pd + (D + 1) * 8, *pw = ph + (H + 1) * 8;
+    int64_t *xi = malloc(sizeof(int64_t) * (size_t)(D * H * W * 8 + 1));
+    if (!pd || !xi) abort();
     for (int64_t n = 0; n < N; ++n)
         for (int64_t od = 0; od < OD; ++od)
             for (int64_t oh = 0; oh < OH; ++oh)
@@ -354,24 +360,44 @@ static void reference(const tcase *c, const double *x, double *ref, double *mag)
                                            ? (double)(cd * ch * cw)
                                            : (double)c->pd.divisor_override;
                     for (int64_t ch_ = 0; ch_ < C; ++ch_) {
-                        double sum = 0, abssum = 0;
+                        int64_t k = 0;
                         for (int i = 0; i < nd; ++i)
                             for (int j = 0; j < nh; ++j)
-                                for (int k = 0; k < nw; ++k) {
-                                    const int64_t sp = (pd[i] * H + ph[j]) * W + pw[k];
-                                    const int64_t xi = nhwc ? (n * D * H * W + sp) * C + ch_
-                                                            : (n * C + ch_) * D * H * W + sp;
-                                    sum += x[xi];
-                                    if (isfinite(x[xi])) abssum += fabs(x[xi]);
+                                for (int q = 0; q < nw; ++q) {
+                                    const int64_t sp = (pd[i] * H + ph[j]) * W + pw[q];
+                                    xi[k++] = nhwc ? (n * D * H * W + sp) * C + ch_
+                                                   : (n * C + ch_) * D * H * W + sp;
                                 }
                         const int64_t o = (od * OH + oh) * OW + ow;
-                        const int64_t yi = nhwc ? (n * OD * OH * OW + o) * C + ch_
-                                                : (n * C + ch_) * OD * OH * OW + o;
-                        ref[yi] = div == 0 ? NAN : sum / div;
-                        mag[yi] = div == 0 ? 0 : abssum / fabs(div);
+                        visit(ctx, nhwc ? (n * OD * OH * OW + o) * C + ch_
+                                        : (n * C + ch_) * OD * OH * OW + o,
+                              div, xi, k);
                     }
                 }
     free(pd);
+    free(xi);
+}
+
+typedef struct {
+    const double *x;
+    double *ref, *mag;
+} forward_ref;
+
+static void visit_forward(void *ctx, int64_t yi, double div, const int64_t *xi, int64_t n) {
+    forward_ref *f = (forward_ref *)ctx;
+    double sum = 0, abssum = 0;
+    for (int64_t k = 0; k < n; ++k) {
+        sum += f->x[xi[k]];
+        if (isfinite(f->x[xi[k]])) abssum += fabs(f->x[xi[k]]);
+    }
+    f->ref[yi] = div == 0 ? NAN : sum / div;
+    f->mag[yi] = div == 0 ? 0 : abssum / fabs(div);
+}
+
+/* ref[i] = reference mean, mag[i] = sum of finite |x| over the window / |divisor|. */
+static void reference(const tcase *c, const double *x, double *ref, double *mag) {
+    forward_ref f = {x, ref, mag};
+    for_each_window(c, visit_forward, &f);
 }
 
 /* ---- per-ISA statistics ------------------------------------------------------------ */
@@ -536,48 +562,28 @@ static void check_case(const tcase *c, long ci, stats *st, int want_path) {
 
 /* ---- backward ------------------------------------------------------------------------ */
 
+typedef struct {
+    const double *gy;
+    double *gref, *mag;
+} backward_ref;
+
+static void visit_backward(void *ctx, int64_t yi, double div, const int64_t *xi, int64_t n) {
+    backward_ref *f = (backward_ref *)ctx;
+    if (div == 0) return;
+    const double term = f->gy[yi] / div;
+    for (int64_t k = 0; k < n; ++k) {
+        f->gref[xi[k]] += term;
+        f->mag[xi[k]] += fabs(term);
+    }
+}
+
 /* gref[i] = sum over the windows o that count input i of gy[o] / divisor(o) (a divisor of 0
- * sends nothing), mag[i] = the same sum of |terms|: the float64 reference of the backward,
- * scattered from the outputs (the library gathers per input). */
+ * sends nothing back), mag[i] = the same sum of |terms|: the float64 reference of the
+ * backward, scattered from the outputs (the library gathers per input). */
 static void reference_backward(const tcase *c, const double *gy, double *gref, double *mag) {
-    axis ax[3];
-    for (int a = 0; a < 3; ++a) ax[a] = axis_of(c, a);
-    const int64_t C = c->t.channels, N = c->t.batch;
-    const int64_t D = ax[0].in, H = ax[1].in, W = ax[2].in;
-    const int64_t OD = ax[0].out, OH = ax[1].out, OW = ax[2].out;
-    const int nhwc = c->t.layout == AP_LAYOUT_NHWC;
     for (int64_t i = 0; i < c->nx; ++i) gref[i] = mag[i] = 0;
-    int64_t *pd = malloc(sizeof(int64_t) * (size_t)(D + H + W + 3) * 8);
-    int64_t *ph = pd + (D + 1) * 8, *pw = ph + (H + 1) * 8;
-    for (int64_t n = 0; n < N; ++n)
-        for (int64_t od = 0; od < OD; ++od)
-            for (int64_t oh = 0; oh < OH; ++oh)
-                for (int64_t ow = 0; ow < OW; ++ow) {
-                    int64_t cd, ch, cw;
-                    const int nd = taps_of(c, &ax[0], od, pd, &cd);
-                    const int nh = taps_of(c, &ax[1], oh, ph, &ch);
-                    const int nw = taps_of(c, &ax[2], ow, pw, &cw);
-                    const double div = c->adaptive || !c->pd.divisor_override
-                                           ? (double)(cd * ch * cw)
-                                           : (double)c->pd.divisor_override;
-                    if (div == 0) continue;
-                    for (int64_t ch_ = 0; ch_ < C; ++ch_) {
-                        const int64_t o = (od * OH + oh) * OW + ow;
-                        const int64_t yi = nhwc ? (n * OD * OH * OW + o) * C + ch_
-                                                : (n * C + ch_) * OD * OH * OW + o;
-                        const double term = gy[yi] / div;
-                        for (int i = 0; i < nd; ++i)
-                            for (int j = 0; j < nh; ++j)
-                                for (int k = 0; k < nw; ++k) {
-                                    const int64_t sp = (pd[i] * H + ph[j]) * W + pw[k];
-                                    const int64_t xi = nhwc ? (n * D * H * W + sp) * C + ch_
-                                                            : (n * C + ch_) * D * H * W + sp;
-                                    gref[xi] += term;
-                                    mag[xi] += fabs(term);
-                                }
-                    }
-                }
-    free(pd);
+    backward_ref f = {gy, gref, mag};
+    for_each_window(c, visit_backward, &f);
 }
 
 static ap_status run_backward(const tcase *c, const void *gy, void *gx, int threads) {
