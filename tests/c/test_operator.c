@@ -89,9 +89,29 @@ static void *run_job(void *arg) {
     return NULL;
 }
 
-/* Operator == one-shot, twice in a row, and from 4 threads at once. */
+enum { THREADS = 4 };
+
+/* THREADS threads run op (forward, or backward) on in at once, each 5 times into its own
+ * part of outs (THREADS parts of `bytes`); each must equal want. */
+static void run_threads(const ap_operator *op, int backward, const void *in, unsigned char *outs,
+                        size_t bytes, const void *want, const char *isa, int i) {
+    pthread_t th[THREADS];
+    job jobs[THREADS];
+    for (int t = 0; t < THREADS; ++t) {
+        jobs[t] = (job){op, in, outs + (size_t)t * bytes, AP_OK, backward};
+        CHECK(pthread_create(&th[t], NULL, run_job, &jobs[t]) == 0, "pthread_create");
+    }
+    for (int t = 0; t < THREADS; ++t) {
+        pthread_join(th[t], NULL);
+        CHECK_STATUS(jobs[t].status, AP_OK);
+        CHECK(memcmp(jobs[t].y, want, bytes) == 0, "[%s] case %d: thread %d's %s differs", isa,
+              i, t, backward ? "backward" : "result");
+    }
+}
+
+/* Operator == one-shot, twice in a row, and from 4 threads at once; the same for the
+ * backward pass. */
 static void test_random(const char *isa, int cases) {
-    enum { THREADS = 4 };
     for (int i = 0; i < cases; ++i) {
         const tcase c = random_case();
         ap_operator *op = NULL;
@@ -114,18 +134,7 @@ static void test_random(const char *isa, int cases) {
             CHECK(memcmp(got, want, (size_t)ny * es) == 0,
                   "[%s] case %d run %d: the operator differs from the one-shot call", isa, i, rep);
         }
-        pthread_t th[THREADS];
-        job jobs[THREADS];
-        for (int t = 0; t < THREADS; ++t) {
-            jobs[t] = (job){op, x, got + (size_t)(t + 1) * (size_t)ny * es, AP_OK, 0};
-            CHECK(pthread_create(&th[t], NULL, run_job, &jobs[t]) == 0, "pthread_create");
-        }
-        for (int t = 0; t < THREADS; ++t) {
-            pthread_join(th[t], NULL);
-            CHECK_STATUS(jobs[t].status, AP_OK);
-            CHECK(memcmp(jobs[t].y, want, (size_t)ny * es) == 0,
-                  "[%s] case %d: thread %d's result differs", isa, i, t);
-        }
+        run_threads(op, 0, x, got + (size_t)ny * es, (size_t)ny * es, want, isa, i);
         /* the backward pass: the operator's equals the one-shot call's, bit for bit, here
          * and from THREADS threads at once (gy: a random gradient of the output) */
         unsigned char *gy = malloc((size_t)ny * es), *gwant = malloc((size_t)nx * es);
@@ -136,16 +145,7 @@ static void test_random(const char *isa, int cases) {
         CHECK_STATUS(ap_operator_run_backward(op, gy, ggot), AP_OK);
         CHECK(memcmp(ggot, gwant, (size_t)nx * es) == 0,
               "[%s] case %d: the operator's backward differs from the one-shot call", isa, i);
-        for (int t = 0; t < THREADS; ++t) {
-            jobs[t] = (job){op, gy, ggot + (size_t)(t + 1) * (size_t)nx * es, AP_OK, 1};
-            CHECK(pthread_create(&th[t], NULL, run_job, &jobs[t]) == 0, "pthread_create");
-        }
-        for (int t = 0; t < THREADS; ++t) {
-            pthread_join(th[t], NULL);
-            CHECK_STATUS(jobs[t].status, AP_OK);
-            CHECK(memcmp(jobs[t].y, gwant, (size_t)nx * es) == 0,
-                  "[%s] case %d: thread %d's backward differs", isa, i, t);
-        }
+        run_threads(op, 1, gy, ggot + (size_t)nx * es, (size_t)nx * es, gwant, isa, i);
         ap_operator_destroy(op);
         free(x), free(want), free(got), free(gy), free(gwant), free(ggot);
     }
