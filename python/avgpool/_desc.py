@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
@@ -144,6 +144,9 @@ class AveragePoolingDesc:
         """Number of spatial axes."""
         return len(self.window_size)
 
+    def __reduce__(self) -> Tuple[Any, Tuple[Any, ...]]:
+        return _reduce(self)
+
     def output_shape(self, input_shape: Sequence[int], layout: str = "NCHW") -> Tuple[int, ...]:
         """Shape of the output for an input of ``input_shape`` in ``layout``."""
         return self._c.output_shape(_shape_tuple(input_shape), layout)
@@ -183,9 +186,19 @@ class AdaptiveAveragePoolingDesc:
         """Number of spatial axes."""
         return len(self.output_sizes)
 
+    def __reduce__(self) -> Tuple[Any, Tuple[Any, ...]]:
+        return _reduce(self)
+
     def output_shape(self, input_shape: Sequence[int], layout: str = "NCHW") -> Tuple[int, ...]:
         """Shape of the output for an input of ``input_shape`` in ``layout``."""
         return self._c.output_shape(_shape_tuple(input_shape), layout)
+
+
+def _reduce(desc: Any) -> Tuple[Any, Tuple[Any, ...]]:
+    """Pickle a descriptor as its class and public fields: unpickling validates them again and
+    rebuilds the core descriptor, which itself has no pickled form. Dask graphs that carry a
+    descriptor to ``dask.distributed`` workers rely on this."""
+    return type(desc), tuple(getattr(desc, f.name) for f in fields(desc) if f.init)
 
 
 def _shape_tuple(shape: Sequence[int]) -> Tuple[int, ...]:
