@@ -70,6 +70,94 @@ ap_status ap_adaptive_avgpool(const ap_adaptive_desc *desc, const ap_tensor_desc
     return s;
 }
 
+/* Tiles: plan one plane of the whole array (the tables need no batch or
+ * channels, and an empty batch still has a tile box to check), then the
+ * tile's part of that plan (plan.c, ap_plan_tile), and run it as one call
+ * on the tile's batch and channels. */
+static ap_tensor_desc ap_one_plane(const ap_tensor_desc *t) {
+    ap_tensor_desc one = *t;
+    one.batch = one.channels = 1;
+    return one;
+}
+
+static ap_status ap_tile_run(ap_plan *whole, ap_status planned, const ap_tensor_desc *input,
+                             const ap_tile *tile, const void *x, void *y) {
+    if (planned != AP_OK) return planned;
+    if (!tile) return AP_ERR_NULL_POINTER;
+    ap_tile want = *tile;
+    ap_status s = ap_plan_tile_input(whole, input->rank, &want);
+    if (s != AP_OK) return s;
+    for (int a = 0; a < input->rank; ++a)
+        if (want.in_start[a] != tile->in_start[a] || want.in_size[a] != tile->in_size[a])
+            return AP_ERR_TILE;
+    ap_operator op;
+    ap_tensor_desc part = *input;
+    for (int a = 0; a < input->rank; ++a) part.sizes[a] = tile->in_size[a];
+    s = ap_plan_tile(&op.plan, whole, input->rank, tile);
+    op.plan.batch = input->batch;
+    op.plan.channels = input->channels;
+    s = ap_operator_init(&op, s, &part);
+    /* A box of windows lying wholly past the input's end reads one input
+     * position before them (pad_begin < 0): its outputs sum no tap, and the
+     * scalar kernels, which read the taps tables only, give them. */
+    for (int a = 0; a < 3; ++a)
+        if (s == AP_OK && op.plan.axis[a].pad_begin < 0) {
+            op.plan.path = AP_PATH_SCALAR;
+            op.kernel = ap_kernels_scalar.pool[op.plan.layout][op.plan.dtype];
+        }
+    if (s == AP_OK) s = ap_operator_run(&op, x, y);
+    ap_plan_free(&op.plan);
+    return s;
+}
+
+ap_status ap_avgpool_tile(const ap_pool_desc *desc, const ap_tensor_desc *whole, ap_dtype dtype,
+                          const ap_tile *tile, const void *x, void *y, int num_threads) {
+    if (!desc || !whole) return AP_ERR_NULL_POINTER;
+    ap_status s = ap_pool_check(desc, whole, NULL, NULL);
+    if (s != AP_OK) return s;
+    const ap_tensor_desc one = ap_one_plane(whole);
+    ap_plan plan;
+    s = ap_tile_run(&plan, ap_plan_pool(&plan, desc, &one, dtype, num_threads), whole, tile, x, y);
+    ap_plan_free(&plan);
+    return s;
+}
+
+ap_status ap_adaptive_avgpool_tile(const ap_adaptive_desc *desc, const ap_tensor_desc *whole,
+                                   ap_dtype dtype, const ap_tile *tile, const void *x, void *y,
+                                   int num_threads) {
+    if (!desc || !whole) return AP_ERR_NULL_POINTER;
+    ap_status s = ap_adaptive_check(desc, whole, NULL, NULL);
+    if (s != AP_OK) return s;
+    const ap_tensor_desc one = ap_one_plane(whole);
+    ap_plan plan;
+    s = ap_tile_run(&plan, ap_plan_adaptive(&plan, desc, &one, dtype, num_threads), whole, tile,
+                    x, y);
+    ap_plan_free(&plan);
+    return s;
+}
+
+ap_status ap_pool_tile_input(const ap_pool_desc *desc, const ap_tensor_desc *whole,
+                             ap_tile *tile) {
+    if (!desc || !whole || !tile) return AP_ERR_NULL_POINTER;
+    const ap_tensor_desc one = ap_one_plane(whole);
+    ap_plan plan;
+    ap_status s = ap_plan_pool(&plan, desc, &one, AP_DTYPE_F32, 1);
+    if (s == AP_OK) s = ap_plan_tile_input(&plan, whole->rank, tile);
+    ap_plan_free(&plan);
+    return s;
+}
+
+ap_status ap_adaptive_tile_input(const ap_adaptive_desc *desc, const ap_tensor_desc *whole,
+                                 ap_tile *tile) {
+    if (!desc || !whole || !tile) return AP_ERR_NULL_POINTER;
+    const ap_tensor_desc one = ap_one_plane(whole);
+    ap_plan plan;
+    ap_status s = ap_plan_adaptive(&plan, desc, &one, AP_DTYPE_F32, 1);
+    if (s == AP_OK) s = ap_plan_tile_input(&plan, whole->rank, tile);
+    ap_plan_free(&plan);
+    return s;
+}
+
 /* The backward pass of a made plan: invert its taps, run the table's
  * backward kernel. */
 static ap_status ap_backward_run(ap_plan *plan, const void *gy, void *gx) {
@@ -253,6 +341,9 @@ const char *ap_status_string(ap_status status) {
     case AP_ERR_ISA:
         return "the instruction set requested (AVGPOOL_ISA or ap_set_isa) is unknown or not "
                "supported by this CPU and build";
+    case AP_ERR_TILE:
+        return "a tile's output box must be non-empty and inside the whole output, and its input "
+               "box the one those outputs read";
     }
     return "unknown status";
 }

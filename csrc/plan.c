@@ -365,6 +365,62 @@ ap_status ap_plan_adaptive(ap_plan *plan, const ap_adaptive_desc *desc,
     return AP_OK;
 }
 
+ap_status ap_plan_tile_input(const ap_plan *whole, int rank, ap_tile *tile) {
+    const int lead = 3 - rank;
+    for (int a = 0; a < rank; ++a) {
+        const ap_axis_plan *ax = &whole->axis[lead + a];
+        const int64_t o0 = tile->out_start[a], n = tile->out_size[a];
+        if (o0 < 0 || n < 1 || o0 > ax->out || n > ax->out - o0) return AP_ERR_TILE;
+        int64_t lo = INT64_MAX, hi = INT64_MIN;
+        for (int64_t o = o0; o < o0 + n; ++o) {
+            if (ax->taps[o] == 0) continue;
+            const int64_t last = ax->first[o] + (ax->taps[o] - 1) * ax->step;
+            if (ax->first[o] < lo) lo = ax->first[o];
+            if (last + 1 > hi) hi = last + 1;
+        }
+        if (lo == INT64_MAX) { /* only padding: one position near the windows */
+            const int64_t base = ax->stride ? o0 * ax->stride - ax->pad_begin : 0;
+            lo = base < 0 ? 0 : base >= ax->in ? ax->in - 1 : base;
+            hi = lo + 1;
+        }
+        tile->in_start[a] = lo;
+        tile->in_size[a] = hi - lo;
+    }
+    return AP_OK;
+}
+
+ap_status ap_plan_tile(ap_plan *sub, const ap_plan *whole, int rank, const ap_tile *tile) {
+    *sub = *whole;
+    sub->storage = NULL;
+    sub->in_plane = sub->out_plane = 1;
+    const int lead = 3 - rank;
+    for (int a = lead; a < 3; ++a) {
+        ap_axis_plan *ax = &sub->axis[a];
+        ax->in = tile->in_size[a - lead];
+        ax->out = tile->out_size[a - lead];
+        sub->in_plane *= ax->in;
+        sub->out_plane *= ax->out;
+    }
+    AP_CHECK(ap_plan_alloc(sub));
+    for (int a = 0; a < 3; ++a) {
+        const ap_axis_plan *wx = &whole->axis[a];
+        ap_axis_plan *ax = &sub->axis[a];
+        const int64_t o0 = a < lead ? 0 : tile->out_start[a - lead];
+        const int64_t i0 = a < lead ? 0 : tile->in_start[a - lead];
+        /* window o of the tile is window o0 + o of the whole: its first tap
+         * o * s - pb' at o0 * s - pb - i0 in the tile */
+        if (ax->stride) ax->pad_begin = wx->pad_begin + i0 - o0 * wx->stride;
+        if (whole->adaptive) ax->window = 0;
+        for (int64_t o = 0; o < ax->out; ++o) {
+            ax->taps[o] = wx->taps[o0 + o];
+            ax->first[o] = ax->taps[o] ? wx->first[o0 + o] - i0 : 0;
+            ax->count[o] = wx->count[o0 + o];
+            if (whole->adaptive && ax->taps[o] > ax->window) ax->window = ax->taps[o];
+        }
+    }
+    return AP_OK;
+}
+
 void ap_plan_free(ap_plan *plan) {
     free(plan->storage);
     plan->storage = NULL;

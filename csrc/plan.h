@@ -71,6 +71,14 @@ static inline int64_t ap_plan_divisor(const ap_plan *p, int64_t od, int64_t oh, 
                : p->axis[0].count[od] * p->axis[1].count[oh] * p->axis[2].count[ow];
 }
 
+/* Tiles (ap_avgpool_tile). ap_plan_tile_input checks tile's output box
+ * against the whole plan (a plan of one plane) and fills its input box;
+ * ap_plan_tile makes the tile's plan: the whole plan's tables for the
+ * output box, taps moved to the input box, divisors unchanged, so every
+ * kernel runs it as an ordinary call. rank: the spatial rank of the boxes. */
+ap_status ap_plan_tile_input(const ap_plan *whole, int rank, ap_tile *tile);
+ap_status ap_plan_tile(ap_plan *sub, const ap_plan *whole, int rank, const ap_tile *tile);
+
 /* The plan's taps inverted, for the backward pass: per axis, the outputs
  * whose windows count input position i are list[off[i] .. off[i + 1]), in
  * ascending order (the taps of every output, once each, so at most

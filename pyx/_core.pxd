@@ -21,6 +21,7 @@ cdef extern from "avgpool.h" nogil:
         AP_ERR_OVERFLOW
         AP_ERR_OUT_OF_MEMORY
         AP_ERR_ISA
+        AP_ERR_TILE
 
     ctypedef enum ap_layout:
         AP_LAYOUT_NCHW
@@ -83,6 +84,22 @@ cdef extern from "avgpool.h" nogil:
                               ap_dtype dtype, char *buf, size_t len)
     ap_status ap_explain_adaptive(const ap_adaptive_desc *desc, const ap_tensor_desc *input,
                                   ap_dtype dtype, char *buf, size_t len)
+    ctypedef struct ap_tile:
+        int64_t out_start[AP_MAX_SPATIAL]
+        int64_t out_size[AP_MAX_SPATIAL]
+        int64_t in_start[AP_MAX_SPATIAL]
+        int64_t in_size[AP_MAX_SPATIAL]
+    ap_status ap_pool_tile_input(const ap_pool_desc *desc, const ap_tensor_desc *whole,
+                                 ap_tile *tile)
+    ap_status ap_adaptive_tile_input(const ap_adaptive_desc *desc,
+                                     const ap_tensor_desc *whole, ap_tile *tile)
+    ap_status ap_avgpool_tile(const ap_pool_desc *desc, const ap_tensor_desc *whole,
+                              ap_dtype dtype, const ap_tile *tile, const void *x, void *y,
+                              int num_threads)
+    ap_status ap_adaptive_avgpool_tile(const ap_adaptive_desc *desc,
+                                       const ap_tensor_desc *whole, ap_dtype dtype,
+                                       const ap_tile *tile, const void *x, void *y,
+                                       int num_threads)
     ctypedef struct ap_operator:
         pass
     ap_status ap_operator_create_pool(const ap_pool_desc *desc, const ap_tensor_desc *input,

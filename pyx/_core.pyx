@@ -161,6 +161,7 @@ cdef dict _STATUS_ARGUMENT = {
     AP_ERR_WINDOW_TOO_LARGE: "window_size",
     AP_ERR_OUTPUT_SIZE: "output_sizes",
     AP_ERR_OVERFLOW: "x",
+    AP_ERR_TILE: "out_region",
 }
 
 
@@ -316,6 +317,80 @@ cdef int _check_grad_shape(cnp.ndarray gy, tuple expected, tuple input_shape) ex
         raise ValueError(f"grad_out has shape {(<object>gy).shape}, expected {expected} (the "
                          f"output shape for input_shape {input_shape})")
     return 0
+
+
+# Tiles of a larger array (ap_avgpool_tile): one pair of functions for both descriptor kinds,
+# `pool` or `adaptive` being NULL.
+cdef int _tile_args(ap_tensor_desc *t, ap_tile *tile, tuple whole_shape, tuple out_start,
+                    tuple out_size, int rank, layout, str field) except -1:
+    cdef int i
+    _tensor(t, whole_shape, rank, _layout(layout), field, "whole_shape")
+    if len(out_start) != rank or len(out_size) != rank:
+        raise ValueError(f"out_region must have {rank} entries (one per spatial axis)")
+    for i in range(rank):
+        tile.out_start[i] = out_start[i]
+        tile.out_size[i] = out_size[i]
+        tile.in_start[i] = tile.in_size[i] = 0
+    return 0
+
+
+cdef tuple _tile_input(const ap_pool_desc *pool, const ap_adaptive_desc *adaptive,
+                       tuple whole_shape, tuple out_start, tuple out_size, layout):
+    cdef ap_tensor_desc t
+    cdef ap_tile tile
+    cdef int rank = pool.rank if pool != NULL else adaptive.rank
+    _tile_args(&t, &tile, whole_shape, out_start, out_size, rank, layout,
+               "window_size" if pool != NULL else "output_sizes")
+    cdef ap_status s = (ap_pool_tile_input(pool, &t, &tile) if pool != NULL
+                        else ap_adaptive_tile_input(adaptive, &t, &tile))
+    cdef ap_error err
+    if s == AP_ERR_TILE:
+        _raise(s, f"output box at {out_start} of sizes {out_size}")
+    if s != AP_OK:
+        if (ap_pool_check(pool, &t, NULL, &err) if pool != NULL
+                else ap_adaptive_check(adaptive, &t, NULL, &err)) != AP_OK:
+            _raise_error(&err)
+        _raise(s)
+    return (tuple([tile.in_start[i] for i in range(rank)]),
+            tuple([tile.in_size[i] for i in range(rank)]))
+
+
+cdef object _run_tile(const ap_pool_desc *pool, const ap_adaptive_desc *adaptive, x,
+                      tuple whole_shape, tuple out_start, tuple out_size, layout, out,
+                      num_threads):
+    cdef cnp.ndarray a = _prepare(x)
+    cdef ap_tensor_desc t
+    cdef ap_tensor_desc part
+    cdef ap_tile tile
+    cdef int i
+    cdef int rank = pool.rank if pool != NULL else adaptive.rank
+    cdef ap_dtype dtype = <ap_dtype>_dtype_code(a)
+    start, size = _tile_input(pool, adaptive, whole_shape, out_start, out_size, layout)
+    _tile_args(&t, &tile, whole_shape, out_start, out_size, rank, layout, "")
+    _tensor(&part, (<object>a).shape, rank, t.layout, "whole_shape")
+    for i in range(rank):
+        tile.in_start[i] = start[i]
+        tile.in_size[i] = size[i]
+    t.batch = part.batch
+    t.channels = part.channels
+    if tuple([part.sizes[i] for i in range(rank)]) != size:
+        raise ValueError(
+            f"x: a tile for the output box at {out_start} of sizes {out_size} holds the input "
+            f"box at {start} of sizes {size}, got spatial sizes "
+            f"{tuple([part.sizes[i] for i in range(rank)])}")
+    cdef int nt = _threads(num_threads)
+    cdef cnp.ndarray y = _output(a, _shape(&t, tile.out_size), out, x)
+    cdef const void *xp = cnp.PyArray_DATA(a)
+    cdef void *yp = cnp.PyArray_DATA(y)
+    cdef ap_status s
+    with nogil:
+        if pool != NULL:
+            s = ap_avgpool_tile(pool, &t, dtype, &tile, xp, yp, nt)
+        else:
+            s = ap_adaptive_avgpool_tile(adaptive, &t, dtype, &tile, xp, yp, nt)
+    if s != AP_OK:
+        _raise(s)
+    return y
 
 
 cdef class CompiledOperator:
@@ -532,6 +607,16 @@ cdef class PoolDesc:
             self._fail(s, &t)
         return y
 
+    def tile_input(self, tuple whole_shape, tuple out_start, tuple out_size, layout):
+        """(start, size) per spatial axis of the input box the output box reads."""
+        return _tile_input(&self.c, NULL, whole_shape, out_start, out_size, layout)
+
+    def run_tile(self, x, tuple whole_shape, tuple out_start, tuple out_size, layout, out,
+                 num_threads):
+        """Pool the tile x (the input box of the output box) into the output box."""
+        return _run_tile(&self.c, NULL, x, whole_shape, out_start, out_size, layout, out,
+                         num_threads)
+
     def run_backward(self, gy, tuple input_shape, layout, out, num_threads):
         """The gradient with respect to an input of input_shape, from gy, the gradient with
         respect to the output (into out, or a new array)."""
@@ -633,6 +718,16 @@ cdef class AdaptiveDesc:
             self._fail(s, &t)
         return y
 
+
+    def tile_input(self, tuple whole_shape, tuple out_start, tuple out_size, layout):
+        """(start, size) per spatial axis of the input box the output box reads."""
+        return _tile_input(NULL, &self.c, whole_shape, out_start, out_size, layout)
+
+    def run_tile(self, x, tuple whole_shape, tuple out_start, tuple out_size, layout, out,
+                 num_threads):
+        """Pool the tile x (the input box of the output box) into the output box."""
+        return _run_tile(NULL, &self.c, x, whole_shape, out_start, out_size, layout, out,
+                         num_threads)
 
     def run_backward(self, gy, tuple input_shape, layout, out, num_threads):
         """The gradient with respect to an input of input_shape, from gy, the gradient with

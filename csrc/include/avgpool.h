@@ -101,8 +101,11 @@ typedef enum ap_status {
     AP_ERR_OVERFLOW = 12,      /* a size, padded size, window extent or
                                   element count overflows int64               */
     AP_ERR_OUT_OF_MEMORY = 13, /* a work buffer could not be allocated        */
-    AP_ERR_ISA = 14            /* ap_set_isa: unknown or unsupported name;
+    AP_ERR_ISA = 14,           /* ap_set_isa: unknown or unsupported name;
                                   pooling calls: AVGPOOL_ISA named one        */
+    AP_ERR_TILE = 15           /* a tile's output box is empty or leaves the
+                                  whole output, or its input box is not the
+                                  one its outputs read (ap_*_tile_input)      */
 } ap_status;
 
 typedef enum ap_layout {
@@ -272,6 +275,54 @@ AP_API ap_status ap_avgpool_backward(const ap_pool_desc *desc, const ap_tensor_d
 AP_API ap_status ap_adaptive_avgpool_backward(const ap_adaptive_desc *desc,
                                               const ap_tensor_desc *input, ap_dtype dtype,
                                               const void *gy, void *gx, int num_threads);
+
+/* Tiles of a larger array. A tile computes a box of the whole array's
+ * output from the box of the whole input that those outputs read (their
+ * windows' taps, the halo included): padding, divisors, ceil-rule and
+ * adaptive windows are decided by position in the whole array, so a tile's
+ * outputs are those of ap_avgpool on the whole array. Chunked and
+ * distributed callers (avgpool.dask) pool each output chunk from its tile.
+ * Boxes are in the whole array's spatial coordinates, outermost axis
+ * first; batch and channels are the tile's own (they need no halo).
+ *
+ *   ap_tile t = {.out_start = {0, 64}, .out_size = {32, 32}};
+ *   ap_pool_tile_input(&desc, &whole, &t);         fills in_start, in_size
+ *   ... x = the whole input's box t.in_start, t.in_size (dense, whole's layout)
+ *   ap_avgpool_tile(&desc, &whole, AP_DTYPE_F32, &t, x, y, 0);
+ */
+typedef struct ap_tile {
+    int64_t out_start[AP_MAX_SPATIAL]; /* the output box: first position   */
+    int64_t out_size[AP_MAX_SPATIAL];  /*   and size, each >= 1            */
+    int64_t in_start[AP_MAX_SPATIAL];  /* the input box it reads: first    */
+    int64_t in_size[AP_MAX_SPATIAL];   /*   position and size (>= 1)       */
+} ap_tile;
+
+/* Fill tile->in_start and in_size with the smallest input box that holds
+ * every tap of the windows of the output box (a box of one position when
+ * those windows hold only padding).
+ *   whole   the whole input: spatial sizes and layout (batch and channels
+ *           are not read)
+ * Errors: those of ap_pool_output_sizes; AP_ERR_TILE when the output box is
+ * empty or leaves the whole output. */
+AP_API ap_status ap_pool_tile_input(const ap_pool_desc *desc, const ap_tensor_desc *whole,
+                                    ap_tile *tile);
+AP_API ap_status ap_adaptive_tile_input(const ap_adaptive_desc *desc,
+                                        const ap_tensor_desc *whole, ap_tile *tile);
+/* Pool one tile: x holds the input box (batch x channels x in_size, in
+ * whole's layout, dense), y receives the output box (batch x channels x
+ * out_size), equal to those outputs of ap_avgpool on the whole input.
+ *   whole   spatial sizes and layout of the whole input; batch and channels
+ *           of this tile
+ * Errors: those of ap_avgpool; AP_ERR_TILE when the output box leaves the
+ * whole output or in_start / in_size differ from what ap_pool_tile_input
+ * gives. */
+AP_API ap_status ap_avgpool_tile(const ap_pool_desc *desc, const ap_tensor_desc *whole,
+                                 ap_dtype dtype, const ap_tile *tile, const void *x, void *y,
+                                 int num_threads);
+AP_API ap_status ap_adaptive_avgpool_tile(const ap_adaptive_desc *desc,
+                                          const ap_tensor_desc *whole, ap_dtype dtype,
+                                          const ap_tile *tile, const void *x, void *y,
+                                          int num_threads);
 
 /* Compiled operators: validate and plan once, run many times (DirectML's
  * compiled operator, XNNPACK's create / reshape / setup). The operator holds

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from . import _core
 from ._api import (adaptive_average_pool, adaptive_average_pool_backward, average_pool,
-                   average_pool_backward, compile_operator)
+                   average_pool_backward, compile_operator, pool_tile, tile_input_region)
 from ._desc import AdaptiveAveragePoolingDesc, AveragePoolingDesc
 from ._explain import explain
 
@@ -39,6 +39,8 @@ __all__ = [
     "average_pool_backward",
     "adaptive_average_pool_backward",
     "compile_operator",
+    "tile_input_region",
+    "pool_tile",
     "explain",
     "info",
     "get_include",

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     import torch
 
 __all__ = ["average_pool", "adaptive_average_pool", "average_pool_backward",
-           "adaptive_average_pool_backward", "compile_operator"]
+           "adaptive_average_pool_backward", "compile_operator", "tile_input_region", "pool_tile"]
 
 _BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 _core.register_bfloat16(_BFLOAT16)
@@ -247,14 +247,8 @@ def compile_operator(desc: Union[AveragePoolingDesc, AdaptiveAveragePoolingDesc,
     array([[ 2.5,  4.5],
            [10.5, 12.5]], dtype=float32)
     """
-    if isinstance(desc, AveragePoolingDesc) or isinstance(desc, AdaptiveAveragePoolingDesc):
-        core = desc._c
-    elif isinstance(desc, (tuple, list)):
-        desc = _adaptive_desc(tuple(desc))
-        core = desc._c
-    else:
-        raise TypeError(f"desc must be an AveragePoolingDesc, an AdaptiveAveragePoolingDesc or "
-                        f"a sequence of output sizes, got {type(desc).__name__}")
+    desc = _any_desc(desc)
+    core = desc._c
     shape = _shape_tuple(input_shape)
     try:
         dt = np.dtype(dtype)
@@ -270,3 +264,94 @@ def _shape_entry(v: Any) -> int:
         return operator.index(v)
     except TypeError:
         raise TypeError(f"input_shape must hold ints, got {v!r}") from None
+
+
+def _any_desc(desc: Any) -> Union[AveragePoolingDesc, AdaptiveAveragePoolingDesc]:
+    """A windowed or adaptive descriptor; a sequence of ints is adaptive output sizes."""
+    if isinstance(desc, (AveragePoolingDesc, AdaptiveAveragePoolingDesc)):
+        return desc
+    if isinstance(desc, (tuple, list)):
+        return _adaptive_desc(tuple(desc))
+    raise TypeError(f"desc must be an AveragePoolingDesc, an AdaptiveAveragePoolingDesc or "
+                    f"a sequence of output sizes, got {type(desc).__name__}")
+
+
+def _out_box(desc: Union[AveragePoolingDesc, AdaptiveAveragePoolingDesc],
+             whole: Tuple[int, ...], out_region: Any,
+             layout: str) -> Tuple[Tuple[int, ...], Tuple[int, ...]]:
+    """(start, size) per spatial axis of an output region given as slices or (start, stop)."""
+    if isinstance(out_region, (str, bytes)) or not hasattr(out_region, "__iter__"):
+        raise TypeError(f"out_region must be a sequence of slices or (start, stop) pairs, got "
+                        f"{type(out_region).__name__}")
+    region = tuple(out_region)
+    if len(region) != desc.rank:
+        raise ValueError(f"out_region must have {desc.rank} entries (one per spatial axis), got "
+                         f"{len(region)}")
+    out_shape = desc.output_shape(whole, layout)
+    spatial = out_shape[2:] if layout.upper() == "NCHW" else out_shape[1:-1]
+    starts, sizes = [], []
+    for i, (r, n) in enumerate(zip(region, spatial)):
+        if isinstance(r, slice):
+            if r.step not in (None, 1):
+                raise ValueError(f"out_region[{i}] must have step 1, got {r.step}")
+            start = 0 if r.start is None else _shape_entry(r.start)
+            stop = n if r.stop is None else _shape_entry(r.stop)
+        else:
+            start, stop = (_shape_entry(v) for v in r)
+        if not 0 <= start < stop <= n:
+            raise ValueError(f"out_region[{i}] must satisfy 0 <= start < stop <= {n} (the whole "
+                             f"output's size along spatial axis {i}), got {start}:{stop}")
+        starts.append(start)
+        sizes.append(stop - start)
+    return tuple(starts), tuple(sizes)
+
+
+def tile_input_region(desc: Union[AveragePoolingDesc, AdaptiveAveragePoolingDesc, Sequence[int]],
+                      whole_shape: Sequence[int], out_region: Sequence[Any], *,
+                      layout: str = "NCHW") -> Tuple[slice, ...]:
+    """The input region, one slice per spatial axis, that an output region of the whole array
+    reads: the taps of its windows, halo included (one position if they hold only padding).
+
+    ``whole_shape`` is the whole input's shape in ``layout``; ``out_region`` gives one slice
+    (step 1) or ``(start, stop)`` pair per spatial axis of the whole output. Slicing the whole
+    input's spatial axes with the result gives the tile that :func:`pool_tile` takes.
+
+    >>> import avgpool
+    >>> desc = avgpool.AveragePoolingDesc((3,), strides=(2,), start_padding=(1,))
+    >>> avgpool.tile_input_region(desc, (1, 1, 20), [slice(4, 8)])
+    (slice(7, 16, None),)
+    """
+    d = _any_desc(desc)
+    whole = _shape_tuple(whole_shape)
+    start, size = _out_box(d, whole, out_region, layout)
+    in_start, in_size = d._c.tile_input(whole, start, size, layout)
+    return tuple(slice(a, a + n) for a, n in zip(in_start, in_size))
+
+
+def pool_tile(x: Any, desc: Union[AveragePoolingDesc, AdaptiveAveragePoolingDesc, Sequence[int]],
+              whole_shape: Sequence[int], out_region: Sequence[Any], *, layout: str = "NCHW",
+              out: Optional[np.ndarray] = None, num_threads: Optional[int] = None) -> np.ndarray:
+    """Pool one tile of a larger array: the outputs ``out_region`` of the whole array's result.
+
+    ``x`` is the whole input's tile ``tile_input_region(desc, whole_shape, out_region)``
+    (any batch and channels: they need no halo); padding, divisors, ceil-rule and adaptive
+    windows are decided by position in the whole array of shape ``whole_shape``, so pooling
+    every tile of a partition of the output gives the whole call's result::
+
+        y_whole[..., out_region] == pool_tile(x_whole[..., tile_input_region(...)], ...)
+
+    ``desc`` is windowed or adaptive (a sequence of ints: adaptive output sizes); ``layout``,
+    ``out`` and ``num_threads`` are as in :func:`average_pool`. Returns a numpy array.
+
+    >>> import numpy as np, avgpool
+    >>> x = np.arange(20, dtype=np.float32).reshape(1, 1, 20)
+    >>> desc = avgpool.AveragePoolingDesc((3,), strides=(2,), start_padding=(1,))
+    >>> region = avgpool.tile_input_region(desc, x.shape, [slice(4, 8)])
+    >>> avgpool.pool_tile(x[..., region[0]], desc, x.shape, [slice(4, 8)])
+    array([[[ 8., 10., 12., 14.]]], dtype=float32)
+    """
+    d = _any_desc(desc)
+    whole = _shape_tuple(whole_shape)
+    start, size = _out_box(d, whole, out_region, layout)
+    result: np.ndarray = d._c.run_tile(as_array(x), whole, start, size, layout, out, num_threads)
+    return result

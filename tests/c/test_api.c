@@ -6,7 +6,7 @@
  *   - hand-computed results on every instruction set this machine runs:
  *     block means, exclude vs include padding, adaptive windows,
  *     count_overhang, divisor_override, empty windows, round-to-nearest-even
- *     float16 / bfloat16 stores, channels-last vs channels-first.
+ *     float16 / bfloat16 stores, channels-last vs channels-first, tiles.
  *
  * `test_api --bad-isa-env` is run with AVGPOOL_ISA naming no instruction set:
  * every computing call must then fail with AP_ERR_ISA.
@@ -17,7 +17,7 @@
 
 #include "test_util.h"
 
-#define N_STATUS (AP_ERR_ISA + 1)
+#define N_STATUS (AP_ERR_TILE + 1)
 static int seen[N_STATUS]; /* status codes some invalid input produced */
 
 /* A call that must fail (or succeed) with `want`; records the code. */
@@ -868,6 +868,8 @@ static int bad_isa_env(void) {
     CHECK(strcmp(ap_isa(), "unavailable") == 0, "ap_isa() = %s", ap_isa());
     CHECK_STATUS(ap_avgpool_f32(&d, &t, x, y, 1), AP_ERR_ISA);
     CHECK_STATUS(ap_adaptive_avgpool_f32(&a, &t, x, y, 1), AP_ERR_ISA);
+    ap_tile tile = {.out_start = {0}, .out_size = {2}, .in_start = {0}, .in_size = {4}};
+    CHECK_STATUS(ap_avgpool_tile(&d, &t, AP_DTYPE_F32, &tile, x, y, 1), AP_ERR_ISA);
     CHECK(y[0] == -1 && y[1] == -1, "output written on AP_ERR_ISA");
     char line[128];
     CHECK_STATUS(ap_explain_pool(&d, &t, AP_DTYPE_F32, line, sizeof line), AP_ERR_ISA);
@@ -880,6 +882,66 @@ static int bad_isa_env(void) {
     CHECK_STATUS(ap_avgpool_f32(&d, &t, x, y, 1), AP_OK);
     CHECK(y[0] == 1.5f && y[1] == 3.5f, "after ap_set_isa: %g %g", y[0], y[1]);
     return tu_exit("test_api --bad-isa-env");
+}
+
+/* Tiles by hand: 1-D, in 20, window 3, stride 2, start padding 1 (10
+ * outputs, output o reads 2o - 1 .. 2o + 1): outputs 4..7 read 7..15 and
+ * average ramp values to 8, 10, 12, 14; output 0 reads 0..1 (1 and the
+ * padding: 0.5). Then the tile errors, recorded for the status census. */
+static void test_tiles(void) {
+    const ap_tensor_desc whole = tensor(1, 1, 1, 20, 0, 0, AP_LAYOUT_NCHW);
+    const ap_pool_desc d = pool(1, 3, 2, 1, 0);
+    ap_tile t;
+    memset(&t, 0, sizeof t);
+    t.out_start[0] = 4, t.out_size[0] = 4;
+    CHECK_STATUS(ap_pool_tile_input(&d, &whole, &t), AP_OK);
+    CHECK(t.in_start[0] == 7 && t.in_size[0] == 9, "[%s] tile input %lld + %lld, expected 7 + 9",
+          cur_isa, (long long)t.in_start[0], (long long)t.in_size[0]);
+    float x[20], y[4];
+    for (int i = 0; i < 20; ++i) x[i] = (float)i;
+    CHECK_STATUS(ap_avgpool_tile(&d, &whole, AP_DTYPE_F32, &t, x + 7, y, 1), AP_OK);
+    CHECK(y[0] == 8 && y[1] == 10 && y[2] == 12 && y[3] == 14, "[%s] tile %g %g %g %g", cur_isa,
+          y[0], y[1], y[2], y[3]);
+    ap_tile first = t;
+    first.out_start[0] = 0, first.out_size[0] = 1;
+    CHECK_STATUS(ap_pool_tile_input(&d, &whole, &first), AP_OK);
+    CHECK(first.in_start[0] == 0 && first.in_size[0] == 2, "[%s] first tile input %lld + %lld",
+          cur_isa, (long long)first.in_start[0], (long long)first.in_size[0]);
+    CHECK_STATUS(ap_avgpool_tile(&d, &whole, AP_DTYPE_F32, &first, x, y, 1), AP_OK);
+    CHECK(y[0] == 0.5f, "[%s] first tile %g, expected 0.5", cur_isa, y[0]);
+    /* adaptive 20 -> 3: windows [0, 7), [6, 14), [13, 20); the last two read 6..19 */
+    const ap_adaptive_desc a = adaptive(1, 3, 0, 0);
+    ap_tile at;
+    memset(&at, 0, sizeof at);
+    at.out_start[0] = 1, at.out_size[0] = 2;
+    CHECK_STATUS(ap_adaptive_tile_input(&a, &whole, &at), AP_OK);
+    CHECK(at.in_start[0] == 6 && at.in_size[0] == 14, "[%s] adaptive tile input %lld + %lld",
+          cur_isa, (long long)at.in_start[0], (long long)at.in_size[0]);
+    CHECK_STATUS(ap_adaptive_avgpool_tile(&a, &whole, AP_DTYPE_F32, &at, x + 6, y, 1), AP_OK);
+    CHECK(y[0] == 9.5f && y[1] == 16, "[%s] adaptive tile %g %g", cur_isa, y[0], y[1]);
+    /* errors: output box empty or past the output, input box not the one read */
+    ap_tile bad = t;
+    bad.out_size[0] = 0;
+    EXPECT(ap_pool_tile_input(&d, &whole, &bad), AP_ERR_TILE);
+    bad = t;
+    bad.out_start[0] = 8, bad.out_size[0] = 3;
+    EXPECT(ap_pool_tile_input(&d, &whole, &bad), AP_ERR_TILE);
+    bad.out_start[0] = -1, bad.out_size[0] = 1;
+    EXPECT(ap_adaptive_tile_input(&a, &whole, &bad), AP_ERR_TILE);
+    bad = t;
+    bad.in_size[0] = 10;
+    y[0] = -1;
+    EXPECT(ap_avgpool_tile(&d, &whole, AP_DTYPE_F32, &bad, x + 7, y, 1), AP_ERR_TILE);
+    CHECK(y[0] == -1, "[%s] output written on AP_ERR_TILE", cur_isa);
+    bad = t;
+    bad.in_start[0] = 6;
+    EXPECT(ap_avgpool_tile(&d, &whole, AP_DTYPE_F32, &bad, x + 6, y, 1), AP_ERR_TILE);
+    EXPECT(ap_avgpool_tile(&d, &whole, AP_DTYPE_F32, NULL, x, y, 1), AP_ERR_NULL_POINTER);
+    EXPECT(ap_pool_tile_input(&d, &whole, NULL), AP_ERR_NULL_POINTER);
+    EXPECT(ap_avgpool_tile(&d, &whole, AP_DTYPE_F32, &t, NULL, y, 1), AP_ERR_NULL_POINTER);
+    ap_pool_desc big = d;
+    big.window[0] = 30;
+    EXPECT(ap_pool_tile_input(&big, &whole, &t), AP_ERR_WINDOW_TOO_LARGE);
 }
 
 /* Regression tests for bugs of the core found by this suite (ctest
@@ -993,6 +1055,7 @@ int main(int argc, char **argv) {
     test_null_pointers();
     test_overflow();
     test_check_errors();
+    test_tiles();
     check_all_statuses_seen();
     const long before = tu_checks;
     printf("API contract: %ld checks\n", before);
@@ -1014,6 +1077,7 @@ int main(int argc, char **argv) {
         test_nhwc_transpose();
         test_explain();
         test_backward_by_hand();
+        test_tiles();
         printf("isa %-7s hand-computed results: %ld checks\n", cur_isa, tu_checks - c0);
     }
     ap_set_isa("auto");

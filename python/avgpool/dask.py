@@ -1,0 +1,184 @@
+"""Pooling of dask arrays: one task per output chunk, each a tile of the whole array.
+
+Every output chunk is pooled by :func:`avgpool.pool_tile` from the input box its windows read
+(the chunk's own input and the halo around it, gathered from the input chunks that hold it), so
+padding, divisors and ceil-rule or adaptive windows are those of the whole array and the result
+does not depend on the chunking. The graph is ordinary dask: it runs on the threaded scheduler,
+on processes, or on a ``dask.distributed`` cluster (descriptors pickle).
+
+>>> import dask.array as da, numpy as np, avgpool, avgpool.dask
+>>> x = da.from_array(np.arange(32, dtype=np.float32).reshape(1, 1, 4, 8), chunks=(1, 1, 2, 3))
+>>> desc = avgpool.AveragePoolingDesc((2, 2), strides=(2, 2))
+>>> avgpool.dask.average_pool(x, desc).compute()[0, 0]
+array([[ 4.5,  6.5,  8.5, 10.5],
+       [20.5, 22.5, 24.5, 26.5]], dtype=float32)
+"""
+
+from __future__ import annotations
+
+import itertools
+from bisect import bisect_right
+from typing import Any, List, Optional, Sequence, Tuple, Union
+
+import dask.array as da
+import numpy as np
+from dask.highlevelgraph import HighLevelGraph
+from dask.base import tokenize
+
+from ._api import _any_desc, _shape_tuple, pool_tile, tile_input_region
+from ._desc import AdaptiveAveragePoolingDesc, AveragePoolingDesc
+
+__all__ = ["average_pool", "adaptive_average_pool", "global_average_pool"]
+
+Desc = Union[AveragePoolingDesc, AdaptiveAveragePoolingDesc]
+
+
+def average_pool(x: Any, desc: AveragePoolingDesc, *, layout: str = "NCHW",
+                 num_threads: Optional[int] = 1) -> da.Array:
+    """:func:`avgpool.average_pool` of a dask array (or anything ``dask.array.asarray`` takes),
+    lazily: one task per output chunk, equal to the in-memory call on the same data.
+
+    ``x`` may be chunked along any axes. Output chunks follow the input's: along a spatial axis,
+    an output chunk holds the outputs whose windows start in one input chunk. Each task reads
+    its windows' input (its chunk's share plus the halo) and writes one output chunk, so its
+    memory is a chunk, its halo and its output, whatever the chunking. ``num_threads`` is per
+    task (default 1: dask runs tasks side by side).
+    """
+    if not isinstance(desc, AveragePoolingDesc):
+        raise TypeError(f"desc must be an AveragePoolingDesc, got {type(desc).__name__}")
+    return _pool(x, desc, layout, num_threads)
+
+
+def adaptive_average_pool(x: Any,
+                          desc_or_output_sizes: Union[AdaptiveAveragePoolingDesc, Sequence[int]],
+                          *, layout: str = "NCHW", num_threads: Optional[int] = 1) -> da.Array:
+    """:func:`avgpool.adaptive_average_pool` of a dask array; chunks and tasks as in
+    :func:`average_pool`."""
+    desc = _any_desc(desc_or_output_sizes)
+    if not isinstance(desc, AdaptiveAveragePoolingDesc):
+        raise TypeError(f"desc_or_output_sizes must be an AdaptiveAveragePoolingDesc or output "
+                        f"sizes, got {type(desc_or_output_sizes).__name__}")
+    return _pool(x, desc, layout, num_threads)
+
+
+def global_average_pool(x: Any, *, layout: str = "NCHW") -> da.Array:
+    """The mean over every spatial axis (ONNX GlobalAveragePool) of a dask array, keeping them as
+    size 1: ``(N, C, 1, ...)`` or ``(N, 1, ..., C)``.
+
+    One window covers each whole plane, so no tile holds it: each chunk's sum goes into a
+    float64 tree reduction (dask's ``mean``), whatever the input dtype, and the result is cast
+    back to it. It equals the in-memory call within float tolerance (the summation order
+    differs), not bit for bit.
+    """
+    arr = da.asarray(x)
+    axes = _spatial_axes(arr.ndim, layout, "x")
+    if arr.dtype.kind != "f" and arr.dtype.name != "bfloat16":
+        raise TypeError(f"x: dtype {arr.dtype} is not supported; use float32, float64, float16 or "
+                        f"bfloat16")
+    for a in axes:
+        if arr.shape[a] < 1:
+            raise ValueError(f"x: spatial sizes must be >= 1, got shape {arr.shape}")
+    mean = arr.astype(np.float64).mean(axis=axes, keepdims=True)
+    return mean.astype(arr.dtype)
+
+
+def _spatial_axes(ndim: int, layout: str, name: str) -> Tuple[int, ...]:
+    if not isinstance(layout, str) or layout.upper() not in ("NCHW", "NHWC"):
+        raise ValueError(f"layout must be 'NCHW' or 'NHWC', got {layout!r}")
+    if not 3 <= ndim <= 5:
+        raise ValueError(f"{name} must have 3 to 5 dimensions (N, C and 1 to 3 spatial axes), got "
+                         f"{ndim}")
+    return tuple(range(2, ndim)) if layout.upper() == "NCHW" else tuple(range(1, ndim - 1))
+
+
+def _bounds(chunks: Sequence[int]) -> List[int]:
+    out = [0]
+    for c in chunks:
+        out.append(out[-1] + c)
+    return out
+
+
+def _output_chunks(desc: Desc, axis: int, n_in: int, n_out: int,
+                   in_bounds: List[int]) -> Tuple[int, ...]:
+    """Output chunks along one spatial axis: the outputs whose windows start in each input
+    chunk (empty chunks dropped)."""
+    cuts = [0]
+    for b in in_bounds[1:-1]:
+        if isinstance(desc, AveragePoolingDesc):
+            s, pb = desc.strides[axis], desc.start_padding[axis]
+            o = -(-(b + pb) // s)  # first output whose window starts at or after b
+        else:
+            o = -(-(b * n_out) // n_in)  # first adaptive window starting at or after b
+        cuts.append(min(max(o, cuts[-1]), n_out))
+    cuts.append(n_out)
+    return tuple(b - a for a, b in zip(cuts, cuts[1:]) if b > a)
+
+
+def _pool(x: Any, desc: Desc, layout: str, num_threads: Optional[int]) -> da.Array:
+    arr = da.asarray(x)
+    axes = _spatial_axes(arr.ndim, layout, "x")
+    if len(axes) != desc.rank:
+        raise ValueError(f"x: the descriptor has {desc.rank} spatial axes, so x must have "
+                         f"{desc.rank + 2} dimensions, got shape {arr.shape}")
+    whole = _shape_tuple(arr.shape)
+    out_shape = desc.output_shape(whole, layout)  # validates desc against the whole shape
+    if any(n != n for n in arr.shape):
+        raise ValueError("x: chunk sizes must be known (call compute_chunk_sizes() first)")
+
+    in_bounds = [_bounds(c) for c in arr.chunks]
+    out_chunks = list(arr.chunks)
+    for i, a in enumerate(axes):
+        out_chunks[a] = _output_chunks(desc, i, whole[a], out_shape[a], in_bounds[a])
+    out_bounds = [_bounds(c) for c in out_chunks]
+
+    name = "avgpool-" + tokenize(arr, desc, layout, num_threads)
+    dsk = {}
+    for index in itertools.product(*(range(len(c)) for c in out_chunks)):
+        box = [(out_bounds[d][i], out_bounds[d][i + 1]) for d, i in enumerate(index)]
+        region = tile_input_region(desc, whole, [box[a] for a in axes], layout=layout)
+        in_box = [(lo, hi) for lo, hi in box]
+        for a, r in zip(axes, region):
+            in_box[a] = (r.start, r.stop)
+        keys, src, dst = _pieces(arr.name, in_bounds, in_box)
+        tile_shape = tuple(hi - lo for lo, hi in in_box)
+        dsk[(name,) + index] = (_pool_block, keys, src, dst, tile_shape, arr.dtype, desc, whole,
+                                tuple(box[a] for a in axes), layout, num_threads)
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[arr])
+    return da.Array(graph, name, chunks=tuple(out_chunks), dtype=arr.dtype,
+                    meta=np.empty((0,) * arr.ndim, arr.dtype))
+
+
+def _pieces(name: str, bounds: List[List[int]], box: List[Tuple[int, int]]
+            ) -> Tuple[List[Any], List[Tuple[slice, ...]], List[Tuple[slice, ...]]]:
+    """The input chunks a box overlaps: their keys, the part of each inside the box, and where
+    that part goes in the box."""
+    per_axis = []
+    for b, (lo, hi) in zip(bounds, box):
+        first = bisect_right(b, lo) - 1
+        parts = []
+        for c in range(first, len(b) - 1):
+            if b[c] >= hi:
+                break
+            a0, a1 = max(lo, b[c]), min(hi, b[c + 1])
+            parts.append((c, slice(a0 - b[c], a1 - b[c]), slice(a0 - lo, a1 - lo)))
+        per_axis.append(parts)
+    keys, src, dst = [], [], []
+    for combo in itertools.product(*per_axis):
+        keys.append((name,) + tuple(c for c, _, _ in combo))
+        src.append(tuple(s for _, s, _ in combo))
+        dst.append(tuple(d for _, _, d in combo))
+    return keys, src, dst
+
+
+def _pool_block(chunks: List[np.ndarray], src: List[Tuple[slice, ...]],
+                dst: List[Tuple[slice, ...]], tile_shape: Tuple[int, ...], dtype: np.dtype,
+                desc: Desc, whole: Tuple[int, ...], out_region: Tuple[Tuple[int, int], ...],
+                layout: str, num_threads: Optional[int]) -> np.ndarray:
+    """One output chunk: gather its tile from the input chunks, pool it."""
+    if len(chunks) == 1 and np.asarray(chunks[0]).shape == tile_shape:
+        tile = np.asarray(chunks[0])
+    else:
+        tile = np.empty(tile_shape, dtype)
+        for c, s, d in zip(chunks, src, dst):
+            tile[d] = np.asarray(c)[s]
+    return pool_tile(tile, desc, whole, out_region, layout=layout, num_threads=num_threads)

@@ -1,0 +1,179 @@
+"""Tiles of a larger array: avgpool.tile_input_region and avgpool.pool_tile (ap_avgpool_tile).
+
+Pooling every tile of a partition of the output must give the whole call's result: bit for bit
+on the scalar kernels and for float64 (which every instruction set sums with the scalar
+kernels); on the SIMD kernels a tile's float32 / float16 / bfloat16 sums may take another
+vector order than the whole call (a few ulps, docs/semantics.md "Tiles"), so there each tile is
+held to the float64 reference like any call. The input regions are checked against a brute
+force over the windows' taps written from the definition.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import avgpool
+from strategies import (
+    FLOAT32,
+    FLOAT64,
+    adaptive_cases,
+    assert_matches,
+    assert_same,
+    make_data,
+    pool_cases,
+    reference_adaptive,
+    reference_pool,
+    scaled,
+)
+
+
+def _spatial(shape, layout):
+    return shape[2:] if layout == "NCHW" else shape[1:-1]
+
+
+def _index(region, layout):
+    """Index of a spatial region (slices) in an array of this layout."""
+    return (slice(None), slice(None)) + tuple(region) if layout == "NCHW" else (
+        (slice(None),) + tuple(region) + (slice(None),))
+
+
+def _partition(draw, sizes):
+    """Random cut points per axis: the tiles of a partition of the output."""
+    per_axis = []
+    for n in sizes:
+        cuts = sorted(set(draw(st.lists(st.integers(1, max(n - 1, 1)), max_size=3)))) if n > 1 else []
+        bounds = [0] + cuts + [n]
+        per_axis.append([slice(a, b) for a, b in zip(bounds, bounds[1:])])
+    return per_axis
+
+
+def _ref_region(kwargs, ins, region):
+    """Input region of the outputs in region, from the definition: every tap o * s - pb + j * d
+    inside the input, of every output o of the region (one position near the windows when they
+    hold only padding)."""
+    rank = len(ins)
+    s = kwargs.get("strides") or (1,) * rank
+    d = kwargs.get("dilations") or (1,) * rank
+    pb = kwargs.get("start_padding") or (0,) * rank
+    out = []
+    for a in range(rank):
+        taps = [o * s[a] - pb[a] + j * d[a] for o in range(region[a].start, region[a].stop)
+                for j in range(kwargs["window_size"][a])]
+        valid = [p for p in taps if 0 <= p < ins[a]]
+        if valid:
+            out.append(slice(min(valid), max(valid) + 1))
+        else:
+            lo = min(max(region[a].start * s[a] - pb[a], 0), ins[a] - 1)
+            out.append(slice(lo, lo + 1))
+    return tuple(out)
+
+
+def _ref_region_adaptive(outs, ins, region):
+    return tuple(slice(r.start * n // o, -(-(r.stop * n) // o)) for r, n, o in zip(region, ins, outs))
+
+
+def _check_tiles(x, desc, layout, whole, isa, ref, ref_abs, draw_partition):
+    """Pool each tile of the partition; compare with the whole call (bitwise where the summation
+    order is a function of position) and with the reference."""
+    import itertools
+
+    got = np.full_like(whole, np.nan)
+    for box in itertools.product(*draw_partition):
+        region = avgpool.tile_input_region(desc, x.shape, box, layout=layout)
+        tile = np.ascontiguousarray(x[_index(region, layout)])
+        before = tile.copy()
+        y = avgpool.pool_tile(tile, desc, x.shape, box, layout=layout)
+        assert_same(tile, before)
+        got[_index(box, layout)] = y
+    if isa == "scalar" or x.dtype == FLOAT64:
+        assert_same(got, whole)
+    assert_matches(got, ref, ref_abs, x.dtype)
+
+
+@given(pool_cases(), st.data())
+def test_tiles_give_the_whole_result(isa, case, data):
+    x, kwargs, layout = case
+    desc = avgpool.AveragePoolingDesc(**kwargs)
+    whole = avgpool.average_pool(x, desc, layout=layout)
+    parts = _partition(data.draw, _spatial(whole.shape, layout))
+    ins = _spatial(x.shape, layout)
+    for axis_parts, axis in zip(parts, range(len(parts))):
+        for r in axis_parts:
+            box = tuple(r if a == axis else slice(0, 1) for a in range(len(parts)))
+            region = avgpool.tile_input_region(desc, x.shape, box, layout=layout)
+            assert region[axis] == _ref_region(kwargs, ins, box)[axis]
+    ref, ref_abs = reference_pool(x, kwargs, layout)
+    _check_tiles(x, desc, layout, whole, isa, ref, ref_abs, parts)
+
+
+@given(adaptive_cases(), st.data())
+def test_adaptive_tiles_give_the_whole_result(isa, case, data):
+    x, outs, layout = case
+    desc = avgpool.AdaptiveAveragePoolingDesc(outs)
+    whole = avgpool.adaptive_average_pool(x, desc, layout=layout)
+    parts = _partition(data.draw, outs)
+    ins = _spatial(x.shape, layout)
+    box = tuple(p[-1] for p in parts)
+    assert (avgpool.tile_input_region(outs, x.shape, box, layout=layout)
+            == _ref_region_adaptive(outs, ins, box))
+    ref, ref_abs = reference_adaptive(x, outs, layout)
+    _check_tiles(x, desc, layout, whole, isa, ref, ref_abs, parts)
+
+
+def test_tile_region_by_hand():
+    # window 3, stride 2, start padding 1 on 20 positions: output o reads 2o - 1 .. 2o + 1
+    desc = avgpool.AveragePoolingDesc((3,), strides=(2,), start_padding=(1,))
+    assert avgpool.tile_input_region(desc, (1, 1, 20), [slice(4, 8)]) == (slice(7, 16),)
+    assert avgpool.tile_input_region(desc, (1, 1, 20), [(0, 1)]) == (slice(0, 2),)
+    # a window of padding only (count_overhang keeps it): one position at the end
+    over = avgpool.AveragePoolingDesc((2,), strides=(2,), output_sizes=(4,), count_overhang=True)
+    assert avgpool.tile_input_region(over, (1, 1, 5), [slice(3, 4)]) == (slice(4, 5),)
+    x = np.arange(5, dtype=np.float32).reshape(1, 1, 5)
+    y = avgpool.pool_tile(x[..., 4:5], over, x.shape, [slice(3, 4)])
+    assert_same(y, avgpool.average_pool(x, over)[..., 3:4])
+    # adaptive 10 -> 3: windows [0, 4), [3, 7), [6, 10)
+    assert avgpool.tile_input_region((3,), (1, 1, 10), [slice(1, 3)]) == (slice(3, 10),)
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_pool_tile_out_and_threads(layout):
+    x = make_data(5, (2, 40, 50, 3) if layout == "NHWC" else (2, 3, 40, 50), FLOAT32)
+    desc = avgpool.AveragePoolingDesc((5, 5), strides=(2, 2), start_padding=(2, 2),
+                                      end_padding=(2, 2))
+    box = [slice(3, 11), slice(7, 25)]
+    tile = np.ascontiguousarray(x[_index(avgpool.tile_input_region(desc, x.shape, box,
+                                                                   layout=layout), layout)])
+    one = avgpool.pool_tile(tile, desc, x.shape, box, layout=layout, num_threads=1)
+    out = np.empty_like(one)
+    assert avgpool.pool_tile(tile, desc, x.shape, box, layout=layout, out=out,
+                             num_threads=2) is out
+    assert_same(out, one)
+
+
+def test_tile_errors():
+    desc = avgpool.AveragePoolingDesc((3, 3), strides=(2, 2))
+    shape = (1, 2, 20, 20)  # output 9 x 9
+    x = np.zeros((1, 2, 5, 5), np.float32)
+    with pytest.raises(ValueError, match=r"out_region\[1\] must satisfy 0 <= start < stop <= 9"):
+        avgpool.tile_input_region(desc, shape, [slice(0, 2), slice(3, 10)])
+    with pytest.raises(ValueError, match=r"out_region\[0\] must satisfy"):
+        avgpool.tile_input_region(desc, shape, [slice(2, 2), slice(0, 1)])
+    with pytest.raises(ValueError, match="step 1"):
+        avgpool.tile_input_region(desc, shape, [slice(0, 4, 2), slice(0, 1)])
+    with pytest.raises(ValueError, match="out_region must have 2 entries"):
+        avgpool.tile_input_region(desc, shape, [slice(0, 2)])
+    with pytest.raises(TypeError, match="out_region must be a sequence"):
+        avgpool.tile_input_region(desc, shape, 3)
+    with pytest.raises(ValueError, match="window_size"):
+        avgpool.tile_input_region(desc, (1, 2, 2, 20), [slice(0, 1), slice(0, 1)])
+    # the tile must be exactly the region its outputs read: (0:5, 0:5) for outputs (0:2, 0:2)
+    with pytest.raises(ValueError, match=r"holds the input box at \(0, 0\) of sizes \(5, 5\), "
+                                         r"got spatial sizes \(5, 6\)"):
+        avgpool.pool_tile(np.zeros((1, 2, 5, 6), np.float32), desc, shape,
+                          [slice(0, 2), slice(0, 2)])
+    with pytest.raises(TypeError, match="dtype int32 is not supported"):
+        avgpool.pool_tile(x.astype(np.int32), desc, shape, [slice(0, 2), slice(0, 2)])
+    with pytest.raises(TypeError, match="desc must be"):
+        avgpool.pool_tile(x, "3x3", shape, [slice(0, 2), slice(0, 2)])
+    assert avgpool.pool_tile(x, desc, shape, [slice(0, 2), slice(0, 2)]).shape == (1, 2, 2, 2)
