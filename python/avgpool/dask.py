@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 from bisect import bisect_right
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union, cast
 
 import dask.array as da
 import numpy as np
@@ -39,7 +39,8 @@ def average_pool(x: Any, desc: AveragePoolingDesc, *, layout: str = "NCHW",
     lazily: one task per output chunk, equal to the in-memory call on the same data.
 
     ``x`` may be chunked along any axes. Output chunks follow the input's: along a spatial axis,
-    an output chunk holds the outputs whose windows start in one input chunk. Each task reads
+    an output chunk holds the outputs whose windows are centred in one input chunk (so a
+    stride-1 'same' window keeps the input's chunks). Each task reads
     its windows' input (its chunk's share plus the halo) and writes one output chunk, so its
     memory is a chunk, its halo and its output, whatever the chunking. ``num_threads`` is per
     task (default 1: dask runs tasks side by side).
@@ -100,13 +101,17 @@ def _bounds(chunks: Sequence[int]) -> List[int]:
 
 def _output_chunks(desc: Desc, axis: int, n_in: int, n_out: int,
                    in_bounds: List[int]) -> Tuple[int, ...]:
-    """Output chunks along one spatial axis: the outputs whose windows start in each input
-    chunk (empty chunks dropped)."""
+    """Output chunks along one spatial axis: the outputs whose windows are centred in each input
+    chunk, so 'same' windows keep the input's chunks (empty chunks dropped)."""
     cuts = [0]
     for b in in_bounds[1:-1]:
         if isinstance(desc, AveragePoolingDesc):
-            s, pb = desc.strides[axis], desc.start_padding[axis]
-            o = -(-(b + pb) // s)  # first output whose window starts at or after b
+            # the descriptor has filled every per-axis field (None becomes the default)
+            s = cast(Tuple[int, ...], desc.strides)[axis]
+            pb = cast(Tuple[int, ...], desc.start_padding)[axis]
+            d = cast(Tuple[int, ...], desc.dilations)[axis]
+            half = (desc.window_size[axis] - 1) * d // 2
+            o = -(-(b + pb - half) // s)  # first output whose window's centre is at or after b
         else:
             o = -(-(b * n_out) // n_in)  # first adaptive window starting at or after b
         cuts.append(min(max(o, cuts[-1]), n_out))
@@ -132,7 +137,7 @@ def _pool(x: Any, desc: Desc, layout: str, num_threads: Optional[int]) -> da.Arr
     out_bounds = [_bounds(c) for c in out_chunks]
 
     name = "avgpool-" + tokenize(arr, desc, layout, num_threads)
-    dsk = {}
+    dsk: Dict[Any, Any] = {}
     for index in itertools.product(*(range(len(c)) for c in out_chunks)):
         box = [(out_bounds[d][i], out_bounds[d][i + 1]) for d, i in enumerate(index)]
         region = tile_input_region(desc, whole, [box[a] for a in axes], layout=layout)

@@ -1,0 +1,141 @@
+"""avgpool.dask against the in-memory calls, over random chunkings (needs dask and distributed,
+installed by the test extras).
+
+Every output chunk is one avgpool.pool_tile call, so the chunked result equals the in-memory
+call bit for bit where a tile's sums are (the scalar kernels, and float64 on every path; see
+tests/test_tiles.py); on the SIMD paths float32 / float16 / bfloat16 results are held to the
+float64 reference. The distributed test runs a LocalCluster of 2 worker processes on float64
+data, so its result must be bitwise the in-memory one whichever kernels the workers pick.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import avgpool
+from strategies import (
+    FLOAT32,
+    FLOAT64,
+    adaptive_cases,
+    assert_matches,
+    assert_same,
+    make_data,
+    pool_cases,
+    reference_adaptive,
+    reference_pool,
+    scaled,
+)
+
+da = pytest.importorskip("dask.array", reason="dask is a test extra")
+import avgpool.dask  # noqa: E402  (after the importorskip)
+
+
+def _chunks(draw, shape):
+    """A random chunking: per axis, one chunk or random cut points."""
+    chunks = []
+    for n in shape:
+        cuts = sorted(set(draw(st.lists(st.integers(1, max(n - 1, 1)), max_size=3)))) if n > 1 else []
+        bounds = [0] + cuts + [n]
+        chunks.append(tuple(b - a for a, b in zip(bounds, bounds[1:])))
+    return tuple(chunks)
+
+
+def _check(isa, got, whole, ref, ref_abs, dtype):
+    if isa == "scalar" or dtype == FLOAT64:
+        assert_same(got, whole)
+    assert_matches(got, ref, ref_abs, dtype)
+
+
+@given(pool_cases(), st.data())
+def test_average_pool_any_chunking(isa, case, data):
+    x, kwargs, layout = case
+    desc = avgpool.AveragePoolingDesc(**kwargs)
+    dx = da.from_array(x, chunks=_chunks(data.draw, x.shape))
+    lazy = avgpool.dask.average_pool(dx, desc, layout=layout)
+    whole = avgpool.average_pool(x, desc, layout=layout)
+    assert lazy.shape == whole.shape and lazy.dtype == whole.dtype
+    # one task per output chunk in avgpool's layer
+    assert len(lazy.dask.layers[lazy.name]) == lazy.npartitions
+    got = lazy.compute(scheduler="threads")
+    ref, ref_abs = reference_pool(x, kwargs, layout)
+    _check(isa, got, whole, ref, ref_abs, x.dtype)
+
+
+@given(adaptive_cases(), st.data())
+def test_adaptive_average_pool_any_chunking(isa, case, data):
+    x, outs, layout = case
+    dx = da.from_array(x, chunks=_chunks(data.draw, x.shape))
+    got = avgpool.dask.adaptive_average_pool(dx, outs, layout=layout).compute(scheduler="sync")
+    whole = avgpool.adaptive_average_pool(x, outs, layout=layout)
+    ref, ref_abs = reference_adaptive(x, outs, layout)
+    _check(isa, got, whole, ref, ref_abs, x.dtype)
+
+
+@scaled(0.3)
+@given(st.sampled_from(["NCHW", "NHWC"]), st.integers(1, 3), st.data())
+def test_global_average_pool(layout, rank, data):
+    shape = (2,) + tuple(data.draw(st.integers(1, 9)) for _ in range(rank)) + (3,)
+    if layout == "NCHW":
+        shape = (2, 3) + shape[1:-1]
+    x = make_data(data.draw(st.integers(0, 2**31)), shape, FLOAT32)
+    dx = da.from_array(x, chunks=_chunks(data.draw, shape))
+    got = avgpool.dask.global_average_pool(dx, layout=layout).compute()
+    window = shape[2:] if layout == "NCHW" else shape[1:-1]
+    ref, ref_abs = reference_pool(x, dict(window_size=window), layout)
+    assert got.dtype == x.dtype
+    assert_matches(got, ref, ref_abs, x.dtype)
+
+
+def test_task_memory_is_a_chunk_and_its_halo():
+    """A 15 x 15 centred window on 256 x 256 chunks: every task's tile is its output chunk's
+    share of the input plus a 7-wide halo on each side, never more."""
+    x = da.zeros((1, 1, 1024, 1024), dtype=np.float32, chunks=(1, 1, 256, 256))
+    desc = avgpool.AveragePoolingDesc((15, 15), start_padding=(7, 7), end_padding=(7, 7))
+    lazy = avgpool.dask.average_pool(x, desc)
+    assert lazy.chunks == x.chunks
+    tiles = [task[4] for task in lazy.dask.layers[lazy.name].values()]
+    assert len(tiles) == 16
+    assert max(t[2] for t in tiles) == 256 + 14 and min(t[2] for t in tiles) == 256 + 7
+    assert_same(lazy.compute(), np.zeros((1, 1, 1024, 1024), np.float32))
+
+
+def test_numpy_input_and_errors():
+    x = make_data(1, (1, 2, 10, 10), FLOAT32)
+    desc = avgpool.AveragePoolingDesc((2, 2), strides=(2, 2))
+    assert_same(avgpool.dask.average_pool(x, desc).compute(), avgpool.average_pool(x, desc))
+    with pytest.raises(TypeError, match="desc must be an AveragePoolingDesc"):
+        avgpool.dask.average_pool(x, (2, 2))
+    with pytest.raises(ValueError, match="layout must be 'NCHW' or 'NHWC'"):
+        avgpool.dask.average_pool(x, desc, layout="CHW")
+    with pytest.raises(ValueError, match="so x must have 5 dimensions"):
+        avgpool.dask.average_pool(x, avgpool.AveragePoolingDesc((2, 2, 2)))
+    with pytest.raises(ValueError, match="window_size"):
+        avgpool.dask.average_pool(x, avgpool.AveragePoolingDesc((11, 2)))
+    with pytest.raises(TypeError, match="dtype int64 is not supported"):
+        avgpool.dask.global_average_pool(da.zeros((1, 1, 4), dtype=np.int64))
+
+
+@pytest.fixture(scope="module")
+def cluster_client():
+    distributed = pytest.importorskip("distributed", reason="distributed is a test extra")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        with distributed.Client(cluster) as client:
+            yield client
+
+
+def test_distributed_local_cluster(cluster_client):
+    """Descriptors and tiles travel to 2 worker processes; float64 results are bitwise the
+    in-memory ones."""
+    x = make_data(7, (2, 3, 61, 47), FLOAT64)
+    dx = da.from_array(x, chunks=(1, 2, 17, 13))
+    desc = avgpool.AveragePoolingDesc((5, 3), strides=(2, 2), start_padding=(2, 1),
+                                      end_padding=(2, 1), include_padding=True)
+    windowed = avgpool.dask.average_pool(dx, desc)
+    adaptive = avgpool.dask.adaptive_average_pool(dx, (7, 5))
+    got_w, got_a = cluster_client.compute([windowed, adaptive], sync=True)
+    workers = cluster_client.run(lambda: __import__("os").getpid())
+    assert len(set(workers.values())) == 2
+    assert_same(got_w, avgpool.average_pool(x, desc))
+    assert_same(got_a, avgpool.adaptive_average_pool(x, (7, 5)))
