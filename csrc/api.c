@@ -14,6 +14,7 @@
 /* A compiled operator: a plan whose path was chosen for `kernel`'s table. */
 struct ap_operator {
     ap_plan plan;
+    const ap_kernel_table *table;
     ap_kernel_fn kernel;
     ap_backward_fn backward;
     ap_inverse inverse; /* the taps inverted for the backward pass, made at creation */
@@ -30,6 +31,7 @@ static ap_status ap_operator_init(ap_operator *op, ap_status planned,
     const ap_kernel_table *table = ap_kernels(&isa_status);
     if (!table) return isa_status;
     ap_plan *plan = &op->plan;
+    op->table = table;
     op->kernel = table->pool[plan->layout][plan->dtype];
     op->backward = table->backward[plan->dtype];
     ap_choose_path(plan, table->lanes[plan->dtype], NULL, 0);
@@ -45,7 +47,10 @@ ap_status ap_operator_run(const ap_operator *op, const void *x, void *y) {
     const int64_t n_in = plan->batch * plan->channels * plan->in_plane;
     const int64_t n_out = plan->batch * plan->channels * plan->out_plane;
     if ((n_in > 0 && !x) || (n_out > 0 && !y)) return AP_ERR_NULL_POINTER;
-    return n_out > 0 ? op->kernel(plan, x, y) : AP_OK;
+    if (n_out == 0) return AP_OK;
+    if (plan->nan_omit && plan->path != AP_PATH_SCALAR && plan->path != AP_PATH_SCALAR_FALLBACK)
+        return ap_omit_run(plan, op->table, x, y);
+    return op->kernel(plan, x, y);
 }
 
 ap_status ap_avgpool(const ap_pool_desc *desc, const ap_tensor_desc *input, ap_dtype dtype,
@@ -103,6 +108,7 @@ static ap_status ap_tile_run(ap_plan *whole, ap_status planned, const ap_tensor_
     for (int a = 0; a < 3; ++a)
         if (s == AP_OK && op.plan.axis[a].pad_begin < 0) {
             op.plan.path = AP_PATH_SCALAR;
+            op.table = &ap_kernels_scalar;
             op.kernel = ap_kernels_scalar.pool[op.plan.layout][op.plan.dtype];
         }
     if (s == AP_OK) s = ap_operator_run(&op, x, y);
@@ -167,6 +173,7 @@ static ap_status ap_backward_run(ap_plan *plan, const void *gy, void *gx) {
     const int64_t n_in = plan->batch * plan->channels * plan->in_plane;
     const int64_t n_out = plan->batch * plan->channels * plan->out_plane;
     if ((n_out > 0 && !gy) || (n_in > 0 && !gx)) return AP_ERR_NULL_POINTER;
+    if (plan->nan_omit) return AP_ERR_NAN_POLICY;
     if (n_in == 0) return AP_OK;
     ap_inverse inv;
     ap_status s = ap_inverse_make(&inv, plan);
@@ -252,6 +259,7 @@ ap_status ap_operator_run_backward(const ap_operator *op, const void *gy, void *
     const int64_t n_in = plan->batch * plan->channels * plan->in_plane;
     const int64_t n_out = plan->batch * plan->channels * plan->out_plane;
     if ((n_out > 0 && !gy) || (n_in > 0 && !gx)) return AP_ERR_NULL_POINTER;
+    if (plan->nan_omit) return AP_ERR_NAN_POLICY;
     return n_in > 0 ? op->backward(plan, &op->inverse, gy, gx) : AP_OK;
 }
 
@@ -341,6 +349,9 @@ const char *ap_status_string(ap_status status) {
     case AP_ERR_ISA:
         return "the instruction set requested (AVGPOOL_ISA or ap_set_isa) is unknown or not "
                "supported by this CPU and build";
+    case AP_ERR_NAN_POLICY:
+        return "nan_policy must be AP_NAN_PROPAGATE or AP_NAN_OMIT and min_count >= 0; backward "
+               "passes propagate only";
     case AP_ERR_TILE:
         return "a tile's output box must be non-empty and inside the whole output, and its input "
                "box the one those outputs read";

@@ -139,10 +139,23 @@ static ap_status ap_check_pool_axis(const ap_pool_desc *d, int a, int64_t in, in
     return AP_OK;
 }
 
+/* nan_policy and min_count, shared by both descriptors. */
+static ap_status ap_check_nan(int32_t policy, int64_t min_count, ap_error *err) {
+    if (policy != AP_NAN_PROPAGATE && policy != AP_NAN_OMIT)
+        return ap_fail(err, AP_ERR_NAN_POLICY, -1, "nan_policy",
+                       "nan_policy %d is neither AP_NAN_PROPAGATE (0) nor AP_NAN_OMIT (1)",
+                       (int)policy);
+    if (min_count < 0)
+        return ap_fail(err, AP_ERR_NAN_POLICY, -1, "min_count", "min_count %lld < 0",
+                       AP_LL(min_count));
+    return AP_OK;
+}
+
 static ap_status ap_check_pool(const ap_pool_desc *d, const ap_tensor_desc *t, int64_t *out,
                                ap_error *err) {
     if (d->rank < 1 || d->rank > AP_MAX_SPATIAL)
         return ap_fail(err, AP_ERR_RANK, -1, "rank", "descriptor rank %d not in 1..3", (int)d->rank);
+    AP_CHECK(ap_check_nan(d->nan_policy, d->min_count, err));
     int64_t in_plane;
     AP_CHECK(ap_check_tensor(t, d->rank, &in_plane, err));
     int64_t window_product = 1, explicit_out = 0;
@@ -162,6 +175,7 @@ static ap_status ap_check_adaptive(const ap_adaptive_desc *d, const ap_tensor_de
                                    int64_t *out, ap_error *err) {
     if (d->rank < 1 || d->rank > AP_MAX_SPATIAL)
         return ap_fail(err, AP_ERR_RANK, -1, "rank", "descriptor rank %d not in 1..3", (int)d->rank);
+    AP_CHECK(ap_check_nan(d->nan_policy, d->min_count, err));
     int64_t in_plane;
     AP_CHECK(ap_check_tensor(t, d->rank, &in_plane, err));
     for (int a = 0; a < d->rank; ++a) {
@@ -232,6 +246,7 @@ ap_status ap_pool_desc_init(ap_pool_desc *desc, int32_t rank, const int64_t *win
         desc->strides[a] = 1;
         desc->dilations[a] = 1;
     }
+    desc->min_count = 1;
     return AP_OK;
 }
 
@@ -291,6 +306,8 @@ ap_status ap_plan_pool(ap_plan *plan, const ap_pool_desc *desc, const ap_tensor_
     AP_CHECK(ap_check_pool(desc, input, out, NULL));
     ap_plan_begin(plan, input, out, dtype, num_threads);
     plan->divisor_override = desc->divisor_override;
+    plan->nan_omit = desc->nan_policy == AP_NAN_OMIT;
+    plan->min_count = desc->min_count;
     if (plan->batch == 0 || plan->channels == 0) return AP_OK; /* nothing to compute */
     const int lead = 3 - desc->rank;
     for (int a = lead; a < 3; ++a) {
@@ -345,6 +362,8 @@ ap_status ap_plan_adaptive(ap_plan *plan, const ap_adaptive_desc *desc,
     AP_CHECK(ap_check_adaptive(desc, input, out, NULL));
     ap_plan_begin(plan, input, out, dtype, num_threads);
     plan->adaptive = 1;
+    plan->nan_omit = desc->nan_policy == AP_NAN_OMIT;
+    plan->min_count = desc->min_count;
     if (plan->batch == 0 || plan->channels == 0) return AP_OK; /* nothing to compute */
     AP_CHECK(ap_plan_alloc(plan));
     for (int a = 0; a < 3; ++a) {

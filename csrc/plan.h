@@ -33,6 +33,9 @@ typedef struct ap_plan {
     ap_dtype dtype;
     ap_axis_plan axis[3];       /* D, H, W                                  */
     int64_t divisor_override;   /* 0: product of the axis counts            */
+    int nan_omit;               /* AP_NAN_OMIT: NaN taps leave the sum and
+                                   the divisor (SIMD: nan_omit.c)           */
+    int64_t min_count;          /* nan_omit: least non-NaN taps, else NaN   */
     int adaptive;
     int num_threads;            /* > 0                                      */
     int64_t in_plane, out_plane; /* elements of one spatial volume         */

@@ -103,10 +103,24 @@ typedef enum ap_status {
     AP_ERR_OUT_OF_MEMORY = 13, /* a work buffer could not be allocated        */
     AP_ERR_ISA = 14,           /* ap_set_isa: unknown or unsupported name;
                                   pooling calls: AVGPOOL_ISA named one        */
-    AP_ERR_TILE = 15           /* a tile's output box is empty or leaves the
+    AP_ERR_TILE = 15,          /* a tile's output box is empty or leaves the
                                   whole output, or its input box is not the
                                   one its outputs read (ap_*_tile_input)      */
+    AP_ERR_NAN_POLICY = 16     /* nan_policy not an ap_nan_policy value, a
+                                  negative min_count, or a backward pass of
+                                  AP_NAN_OMIT (its gradient depends on x)     */
 } ap_status;
+
+/* What a NaN input does to its windows (docs/semantics.md, "NaN-aware
+ * averaging"). The standards' front ends propagate. */
+typedef enum ap_nan_policy {
+    AP_NAN_PROPAGATE = 0, /* IEEE arithmetic: a NaN in a window gives NaN   */
+    AP_NAN_OMIT = 1       /* a NaN input position leaves both the sum and
+                             the divisor, as if outside the window; padding
+                             is never NaN (include_padding still counts it);
+                             a window with fewer than min_count non-NaN
+                             input positions gives NaN                      */
+} ap_nan_policy;
 
 typedef enum ap_layout {
     AP_LAYOUT_NCHW = 0,  /* channels first: N, C, spatial...  */
@@ -162,6 +176,10 @@ typedef struct ap_pool_desc {
     int64_t divisor_override;                /* non-zero (may be negative):
                                                 every window divides by this,
                                                 empty ones too (giving 0)   */
+    int32_t nan_policy;                      /* ap_nan_policy (0: propagate) */
+    int64_t min_count;                       /* AP_NAN_OMIT: least non-NaN
+                                                input positions a window
+                                                needs, >= 0 (init: 1)       */
 } ap_pool_desc;
 
 /* Adaptive average pooling: output sizes per spatial axis, each >= 1 (may
@@ -170,6 +188,8 @@ typedef struct ap_pool_desc {
 typedef struct ap_adaptive_desc {
     int32_t rank;                            /* spatial rank 1..3           */
     int64_t output_sizes[AP_MAX_SPATIAL];
+    int32_t nan_policy;                      /* as in ap_pool_desc          */
+    int64_t min_count;                       /* as in ap_pool_desc          */
 } ap_adaptive_desc;
 
 /* Where a call broke a rule: filled by ap_pool_check / ap_adaptive_check,
@@ -202,7 +222,8 @@ AP_API const char *ap_status_string(ap_status status);
 
 /* Fill *desc for `rank` spatial axes with window sizes window[0 .. rank-1]
  * (copied, not validated here): strides 1, dilations 1, no padding, output
- * sizes 0 (floor rule), exclude padding, no count_overhang, no override.
+ * sizes 0 (floor rule), exclude padding, no count_overhang, no override,
+ * NaN propagate (min_count 1, for a switch to AP_NAN_OMIT).
  * Errors: AP_ERR_NULL_POINTER (desc or window), AP_ERR_RANK. */
 AP_API ap_status ap_pool_desc_init(ap_pool_desc *desc, int32_t rank, const int64_t *window);
 

@@ -42,6 +42,11 @@ ap_status ap_avgpool_backward_f16_scalar(const ap_plan *plan, const ap_inverse *
 ap_status ap_avgpool_backward_bf16_scalar(const ap_plan *plan, const ap_inverse *inv,
                                           const void *gy, void *gx);
 
+/* AP_NAN_OMIT through a table's vector float32 kernels (nan_omit.c): two
+ * window sums and a pass that divides; for plans whose path is not a
+ * scalar one. */
+ap_status ap_omit_run(const ap_plan *p, const ap_kernel_table *table, const void *x, void *y);
+
 /* The kernel table in use (dispatch.c): chosen at the first call from
  * AVGPOOL_ISA or the CPU, or by ap_set_isa. NULL when AVGPOOL_ISA names an
  * unavailable instruction set; *status (if not NULL) then says AP_ERR_ISA. */

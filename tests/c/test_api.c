@@ -17,7 +17,7 @@
 
 #include "test_util.h"
 
-#define N_STATUS (AP_ERR_TILE + 1)
+#define N_STATUS (AP_ERR_NAN_POLICY + 1)
 static int seen[N_STATUS]; /* status codes some invalid input produced */
 
 /* A call that must fail (or succeed) with `want`; records the code. */
@@ -107,6 +107,16 @@ static void test_invalid_inputs(void) {
     EXPECT(ap_adaptive_output_sizes(&ab, &t, out), AP_ERR_RANK);
     ab = adaptive(-1, 1, 1, 1);
     EXPECT(ap_adaptive_avgpool(&ab, &t, AP_DTYPE_F32, x, y, 1), AP_ERR_RANK);
+    /* AP_ERR_NAN_POLICY */
+    db = d, db.nan_policy = 2;
+    EXPECT(ap_avgpool(&db, &t, AP_DTYPE_F32, x, y, 1), AP_ERR_NAN_POLICY);
+    db = d, db.nan_policy = AP_NAN_OMIT, db.min_count = -1;
+    EXPECT(ap_pool_output_sizes(&db, &t, out), AP_ERR_NAN_POLICY);
+    ab = adaptive(2, 2, 2, 0), ab.nan_policy = -1;
+    EXPECT(ap_adaptive_avgpool(&ab, &t, AP_DTYPE_F32, x, y, 1), AP_ERR_NAN_POLICY);
+    db = d, db.nan_policy = AP_NAN_OMIT;
+    EXPECT(ap_avgpool(&db, &t, AP_DTYPE_F32, x, y, 1), AP_OK);
+    EXPECT(ap_avgpool_backward(&db, &t, AP_DTYPE_F32, y, x, 1), AP_ERR_NAN_POLICY);
     const int64_t w[3] = {1, 1, 1};
     EXPECT(ap_pool_desc_init(&db, 0, w), AP_ERR_RANK);
     EXPECT(ap_pool_desc_init(&db, 4, w), AP_ERR_RANK);
@@ -306,7 +316,8 @@ static void test_overflow(void) {
     t = tensor(INT64_C(1) << 30, INT64_C(1) << 30, 1, 16, 0, 0, AP_LAYOUT_NCHW);
     EXPECT(ap_avgpool(&d, &t, AP_DTYPE_F64, x, y, 1), AP_ERR_OVERFLOW);
     t = tensor(INT64_MAX, INT64_MAX, 1, 1, 0, 0, AP_LAYOUT_NCHW);
-    EXPECT(ap_adaptive_avgpool(&(ap_adaptive_desc){1, {1, 0, 0}}, &t, AP_DTYPE_F32, x, y, 1),
+    EXPECT(ap_adaptive_avgpool(&(ap_adaptive_desc){.rank = 1, .output_sizes = {1, 0, 0}}, &t,
+                               AP_DTYPE_F32, x, y, 1),
            AP_ERR_OVERFLOW);
     /* effective window (k - 1) * d + 1 */
     t = tensor(1, 1, 1, 4, 0, 0, AP_LAYOUT_NCHW);
@@ -884,6 +895,34 @@ static int bad_isa_env(void) {
     return tu_exit("test_api --bad-isa-env");
 }
 
+/* nan_policy omit by hand on {1, NaN, 3, NaN, NaN, 6}: window 2 stride 1
+ * gives 1, 3, 3, NaN (no value left), 6; window 3, pads 1/1, include padding
+ * (padding counts, NaN does not): 1/2, 4/2, 3/1, 3/1, 6/1, 6/2; with
+ * min_count 2 only the second window keeps two values. Every dtype and
+ * instruction set (the SIMD ones through nan_omit.c). */
+static void test_nan_omit(void) {
+    const double nan = NAN;
+    const double x[6] = {1, nan, 3, nan, nan, 6};
+    const ap_tensor_desc t = tensor(1, 1, 1, 6, 0, 0, AP_LAYOUT_NCHW);
+    ap_pool_desc d = pool(1, 2, 1, 0, 0);
+    d.nan_policy = AP_NAN_OMIT;
+    const double pairs[5] = {1, 3, 3, nan, 6};
+    expect_all("omit k2 s1", &d, NULL, &t, x, pairs, 5);
+    d = pool(1, 3, 1, 1, 1);
+    d.nan_policy = AP_NAN_OMIT;
+    d.include_padding = 1;
+    const double include[6] = {0.5, 2, 3, 3, 6, 3};
+    expect_all("omit k3 pad 1 include", &d, NULL, &t, x, include, 6);
+    d.min_count = 2;
+    const double two[6] = {nan, 2, nan, nan, nan, nan};
+    expect_all("omit k3 pad 1 include min_count 2", &d, NULL, &t, x, two, 6);
+    /* adaptive 6 -> 2: [0, 3) and [3, 6): 4/2 and 6/1 */
+    ap_adaptive_desc a = adaptive(1, 2, 0, 0);
+    a.nan_policy = AP_NAN_OMIT, a.min_count = 1;
+    const double halves[2] = {2, 6};
+    expect_all("omit adaptive 6 -> 2", NULL, &a, &t, x, halves, 2);
+}
+
 /* Tiles by hand: 1-D, in 20, window 3, stride 2, start padding 1 (10
  * outputs, output o reads 2o - 1 .. 2o + 1): outputs 4..7 read 7..15 and
  * average ramp values to 8, 10, 12, 14; output 0 reads 0..1 (1 and the
@@ -1078,6 +1117,7 @@ int main(int argc, char **argv) {
         test_explain();
         test_backward_by_hand();
         test_tiles();
+        test_nan_omit();
         printf("isa %-7s hand-computed results: %ld checks\n", cur_isa, tu_checks - c0);
     }
     ap_set_isa("auto");

@@ -206,7 +206,7 @@ static void test_errors(void) {
                  AP_ERR_NULL_POINTER);
     CHECK_STATUS(ap_operator_create_pool(&d, &t, AP_DTYPE_F32, 1, NULL, NULL),
                  AP_ERR_NULL_POINTER);
-    ap_adaptive_desc a = {2, {0, 3, 0}};
+    ap_adaptive_desc a = {.rank = 2, .output_sizes = {0, 3, 0}};
     CHECK_STATUS(ap_operator_create_adaptive(&a, &t, AP_DTYPE_F32, 1, &op, &err),
                  AP_ERR_OUTPUT_SIZE);
     CHECK(err.axis == 0, "adaptive err axis %d", (int)err.axis);

@@ -164,6 +164,85 @@ static int same_values(const void *a, const void *b, size_t count, ap_dtype t) {
     return 1;
 }
 
+/* Bitwise equal, NaN equal to NaN (any payload). */
+static int same_bits(const void *a, const void *b, size_t count, ap_dtype t) {
+    for (size_t i = 0; i < count; ++i) {
+        const double u = value_at(a, i, t), v = value_at(b, i, t);
+        if (isnan(u) && isnan(v)) continue;
+        if (memcmp((const uint8_t *)a + i * elem_size(t), (const uint8_t *)b + i * elem_size(t),
+                   elem_size(t)) != 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* One tile of the call (an output box from the data): it runs on the tile's
+ * input box, copied out of x, and gives the whole call's outputs there,
+ * bit for bit on the scalar kernels (exact: the first instruction set). */
+static void check_tile(int adaptive, const ap_pool_desc *d, const ap_adaptive_desc *ad,
+                       const ap_tensor_desc *t, ap_dtype dtype, const int64_t *out,
+                       const uint8_t *x, const uint8_t *whole_y, const reader *data, int threads,
+                       int exact) {
+    reader r = *data;
+    ap_tile tile;
+    memset(&tile, 0, sizeof tile);
+    int64_t in_sz[3] = {1, 1, 1}, out_sz[3] = {1, 1, 1}, in0[3] = {0}, out0[3] = {0};
+    for (int a = 0; a < t->rank; ++a) {
+        tile.out_start[a] = take_size(&r) % out[a];
+        tile.out_size[a] = 1 + take_size(&r) % (out[a] - tile.out_start[a]);
+    }
+    const ap_status s = adaptive ? ap_adaptive_tile_input(ad, t, &tile)
+                                 : ap_pool_tile_input(d, t, &tile);
+    if (s != AP_OK) abort();
+    const int lead = 3 - t->rank;
+    for (int a = 0; a < t->rank; ++a) {
+        if (tile.in_start[a] < 0 || tile.in_size[a] < 1 ||
+            tile.in_start[a] + tile.in_size[a] > t->sizes[a])
+            abort();
+        in_sz[lead + a] = tile.in_size[a], in0[lead + a] = tile.in_start[a];
+        out_sz[lead + a] = tile.out_size[a], out0[lead + a] = tile.out_start[a];
+    }
+    const int64_t full_in[3] = {lead > 0 ? 1 : t->sizes[0], lead > 1 ? 1 : t->sizes[1 - lead],
+                                t->sizes[t->rank - 1]};
+    int64_t full_out[3] = {1, 1, 1};
+    for (int a = 0; a < t->rank; ++a) full_out[lead + a] = out[a];
+    const int nhwc = t->layout == AP_LAYOUT_NHWC;
+    const int64_t planes = nhwc ? t->batch : t->batch * t->channels, C = nhwc ? t->channels : 1;
+    const int64_t tin = in_sz[0] * in_sz[1] * in_sz[2], tout = out_sz[0] * out_sz[1] * out_sz[2];
+    const size_t es = elem_size(dtype);
+    uint8_t *xt = (uint8_t *)malloc((size_t)(planes * tin * C) * es + 1);
+    uint8_t *yt = (uint8_t *)malloc((size_t)(planes * tout * C) * es + 1);
+    if (!xt || !yt) abort();
+    /* copy the input box out of x, plane (or image) by plane, row by row */
+    for (int64_t p = 0; p < planes; ++p)
+        for (int64_t i0 = 0; i0 < in_sz[0]; ++i0)
+            for (int64_t i1 = 0; i1 < in_sz[1]; ++i1) {
+                const int64_t src = ((p * full_in[0] + in0[0] + i0) * full_in[1] + in0[1] + i1) *
+                                        full_in[2] + in0[2];
+                const int64_t dst = ((p * in_sz[0] + i0) * in_sz[1] + i1) * in_sz[2];
+                memcpy(xt + (size_t)(dst * C) * es, x + (size_t)(src * C) * es,
+                       (size_t)(in_sz[2] * C) * es);
+            }
+    const ap_status st = adaptive ? ap_adaptive_avgpool_tile(ad, t, dtype, &tile, xt, yt, threads)
+                                  : ap_avgpool_tile(d, t, dtype, &tile, xt, yt, threads);
+    if (st != AP_OK) abort();
+    for (int64_t p = 0; p < planes; ++p)
+        for (int64_t o0 = 0; o0 < out_sz[0]; ++o0)
+            for (int64_t o1 = 0; o1 < out_sz[1]; ++o1) {
+                const int64_t src = ((p * full_out[0] + out0[0] + o0) * full_out[1] + out0[1] + o1) *
+                                        full_out[2] + out0[2];
+                const int64_t dst = ((p * out_sz[0] + o0) * out_sz[1] + o1) * out_sz[2];
+                const size_t n = (size_t)(out_sz[2] * C);
+                const uint8_t *a = whole_y + (size_t)(src * C) * es, *b = yt + (size_t)(dst * C) * es;
+                if (exact ? !same_bits(a, b, n, dtype) : !same_values(a, b, n, dtype)) {
+                    fprintf(stderr, "tile differs from the whole call (%s)\n", exact ? "bits" : "values");
+                    abort();
+                }
+            }
+    free(xt);
+    free(yt);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     reader r = {data, size};
     const uint8_t mode = take8(&r);
@@ -197,12 +276,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     d.include_padding = flags & 1;
     d.count_overhang = (flags >> 1) & 1;
     d.divisor_override = (flags >> 2) & 1 ? (int64_t)(int8_t)take8(&r) : 0;
+    d.nan_policy = ad.nan_policy = (flags >> 6) == 3 ? 2 : (flags >> 3) & 1; /* 2: invalid */
+    d.min_count = ad.min_count = (flags >> 4) & 3;
+    if ((flags >> 6) == 2) d.min_count = ad.min_count = -1;
     apply_recipe(recipe, &r, &t, &d, &ad);
 
     int64_t out[AP_MAX_SPATIAL];
     ap_status s = adaptive ? ap_adaptive_output_sizes(&ad, &t, out)
                            : ap_pool_output_sizes(&d, &t, out);
-    if (s > AP_ERR_ISA || !*ap_status_string(s)) abort(); /* every status is a known one */
+    if (s > AP_ERR_NAN_POLICY || !*ap_status_string(s)) abort(); /* every status is a known one */
     /* ap_*_check: the same status, and a field (only) when a rule broke */
     ap_error err;
     const ap_status sc = adaptive ? ap_adaptive_check(&ad, &t, NULL, &err)
@@ -252,6 +334,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             ((uint16_t *)x)[i] = h;
         }
     }
+    reader tile_r = r; /* every instruction set pools the same tile */
 #define AP_ISA_NAME(isa) #isa,
     static const char *const isas[] = {AP_ISAS(AP_ISA_NAME)}; /* scalar first */
     int ran = 0;
@@ -294,14 +377,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (!gx || !gz) abort();
         s = adaptive ? ap_adaptive_avgpool_backward(&ad, &t, dtype, dst, gx, threads)
                      : ap_avgpool_backward(&d, &t, dtype, dst, gx, threads);
-        if (s != AP_OK || ap_operator_run_backward(op, dst, gz) != AP_OK ||
-            memcmp(gx, gz, (size_t)n_in * es) != 0) {
+        if (d.nan_policy == AP_NAN_OMIT) { /* no backward pass: its gradient depends on x */
+            if (s != AP_ERR_NAN_POLICY || ap_operator_run_backward(op, dst, gz) != s) abort();
+        } else if (s != AP_OK || ap_operator_run_backward(op, dst, gz) != AP_OK ||
+                   memcmp(gx, gz, (size_t)n_in * es) != 0) {
             fprintf(stderr, "path %s: the backward failed or the operator's differs\n", isas[k]);
             abort();
         }
         free(gx);
         free(gz);
         ap_operator_destroy(op);
+        check_tile(adaptive, &d, &ad, &t, dtype, out, x, dst, &tile_r, threads, !ran);
         ++ran;
     }
     ap_set_isa(NULL);
