@@ -22,6 +22,7 @@ cdef extern from "avgpool.h" nogil:
         AP_ERR_OUT_OF_MEMORY
         AP_ERR_ISA
         AP_ERR_TILE
+        AP_ERR_NAN_POLICY
 
     ctypedef enum ap_layout:
         AP_LAYOUT_NCHW
@@ -51,10 +52,14 @@ cdef extern from "avgpool.h" nogil:
         int32_t include_padding
         int32_t count_overhang
         int64_t divisor_override
+        int32_t nan_policy
+        int64_t min_count
 
     ctypedef struct ap_adaptive_desc:
         int32_t rank
         int64_t output_sizes[AP_MAX_SPATIAL]
+        int32_t nan_policy
+        int64_t min_count
 
     ctypedef struct ap_error:
         ap_status status

@@ -162,6 +162,7 @@ cdef dict _STATUS_ARGUMENT = {
     AP_ERR_OUTPUT_SIZE: "output_sizes",
     AP_ERR_OVERFLOW: "x",
     AP_ERR_TILE: "out_region",
+    AP_ERR_NAN_POLICY: "nan_policy",
 }
 
 
@@ -174,6 +175,8 @@ cdef dict _FIELD_ARGUMENT = {
     "end_padding": "end_padding",
     "output_sizes": "output_sizes",
     "layout": "layout",
+    "nan_policy": "nan_policy",
+    "min_count": "min_count",
 }
 
 
@@ -529,7 +532,8 @@ cdef class PoolDesc:
 
     def __cinit__(self, tuple window, tuple strides, tuple dilations, tuple start_padding,
                   tuple end_padding, tuple output_sizes, bint include_padding,
-                  bint count_overhang, int64_t divisor_override):
+                  bint count_overhang, int64_t divisor_override, int nan_policy,
+                  int64_t min_count):
         self.c.rank = len(window)
         _fill(self.c.window, window)
         _fill(self.c.strides, strides)
@@ -540,6 +544,8 @@ cdef class PoolDesc:
         self.c.include_padding = include_padding
         self.c.count_overhang = count_overhang
         self.c.divisor_override = divisor_override
+        self.c.nan_policy = nan_policy
+        self.c.min_count = min_count
 
     cdef int _fail(self, ap_status status, const ap_tensor_desc *t) except -1:
         """Raise for status, naming the spatial axis and argument the core says broke the rule."""
@@ -647,9 +653,11 @@ cdef class AdaptiveDesc:
     """A validated ap_adaptive_desc; built by avgpool.AdaptiveAveragePoolingDesc."""
     cdef ap_adaptive_desc c
 
-    def __cinit__(self, tuple output_sizes):
+    def __cinit__(self, tuple output_sizes, int nan_policy, int64_t min_count):
         self.c.rank = len(output_sizes)
         _fill(self.c.output_sizes, output_sizes)
+        self.c.nan_policy = nan_policy
+        self.c.min_count = min_count
 
     def output_shape(self, tuple shape, layout):
         cdef ap_tensor_desc t

@@ -41,8 +41,12 @@ def ref_output_size(n, k, s, pb, pe, d):
 
 def ref_average_pool(x, window, strides=None, start_padding=None, end_padding=None,
                      dilations=None, include_padding=False, output_sizes=None,
-                     count_overhang=False, divisor_override=None, layout="NCHW"):
-    """Windowed average pooling of ``x`` (float64 result) per docs/semantics.md section 1."""
+                     count_overhang=False, divisor_override=None, layout="NCHW",
+                     nan_policy="propagate", min_count=1):
+    """Windowed average pooling of ``x`` (float64 result) per docs/semantics.md section 1;
+    ``nan_policy="omit"``: a NaN tap leaves the sum and the divisor, and a window with fewer than
+    ``min_count`` non-NaN taps gives NaN."""
+    omit = nan_policy == "omit"
     x = np.asarray(x, dtype=np.float64)
     r = len(window)
     assert x.ndim == r + 2
@@ -69,9 +73,16 @@ def ref_average_pool(x, window, strides=None, start_padding=None, end_padding=No
         taps = [[o[a] * strides[a] - pb_all[a] + j * dil[a] for j in range(window[a])]
                 for a in range(r)]
         total = np.zeros((N, C), dtype=np.float64)
+        nans = np.zeros((N, C), dtype=np.int64)
+        valid = 0
         for pos in itertools.product(*taps):
             if all(0 <= pos[a] < ins[a] for a in range(r)):
-                total = total + xc[(slice(None), slice(None)) + tuple(pos)]
+                v = xc[(slice(None), slice(None)) + tuple(pos)]
+                if omit:
+                    nans = nans + np.isnan(v)
+                    v = np.where(np.isnan(v), 0.0, v)
+                total = total + v
+                valid += 1
         if divisor_override is not None:
             divisor = divisor_override
         else:
@@ -88,15 +99,24 @@ def ref_average_pool(x, window, strides=None, start_padding=None, end_padding=No
                 else:
                     count = sum(1 for p in taps[a] if -pb_all[a] <= p < ins[a] + pe_all[a])
                 divisor *= count
-        if divisor == 0:
+        if omit:
+            div = np.full((N, C), divisor, np.float64) if divisor_override is not None else (
+                divisor - nans).astype(np.float64)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                mean = np.where(div == 0, math.nan, total / np.where(div == 0, 1, div))
+            y[(slice(None), slice(None)) + o] = np.where(valid - nans < min_count, math.nan, mean)
+        elif divisor == 0:
             y[(slice(None), slice(None)) + o] = math.nan
         else:  # an empty window over a negative divisor: -0, as IEEE division gives
             y[(slice(None), slice(None)) + o] = total / divisor
     return _from_channels_first(y, layout)
 
 
-def ref_adaptive_average_pool(x, output_sizes, layout="NCHW"):
-    """Adaptive average pooling: window of i is [floor(i*in/out), ceil((i+1)*in/out))."""
+def ref_adaptive_average_pool(x, output_sizes, layout="NCHW", nan_policy="propagate",
+                              min_count=1):
+    """Adaptive average pooling: window of i is [floor(i*in/out), ceil((i+1)*in/out)); NaN
+    handling as in ref_average_pool."""
+    omit = nan_policy == "omit"
     x = np.asarray(x, dtype=np.float64)
     r = len(output_sizes)
     assert x.ndim == r + 2
@@ -112,11 +132,20 @@ def ref_adaptive_average_pool(x, output_sizes, layout="NCHW"):
             end = -((-(o[a] + 1) * ins[a]) // outs[a])  # ceil
             bounds.append(range(start, end))
         total = np.zeros((N, C), dtype=np.float64)
+        nans = np.zeros((N, C), dtype=np.int64)
         count = 0
         for pos in itertools.product(*bounds):
-            total = total + xc[(slice(None), slice(None)) + tuple(pos)]
+            v = xc[(slice(None), slice(None)) + tuple(pos)]
+            if omit:
+                nans = nans + np.isnan(v)
+                v = np.where(np.isnan(v), 0.0, v)
+            total = total + v
             count += 1
-        y[(slice(None), slice(None)) + o] = total / count
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mean = total / (count - nans)
+        if omit:
+            mean = np.where(count - nans < min_count, math.nan, mean)
+        y[(slice(None), slice(None)) + o] = mean
     return _from_channels_first(y, layout)
 
 

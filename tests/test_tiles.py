@@ -94,6 +94,10 @@ def _check_tiles(x, desc, layout, whole, isa, ref, ref_abs, draw_partition):
 @given(pool_cases(), st.data())
 def test_tiles_give_the_whole_result(isa, case, data):
     x, kwargs, layout = case
+    if data.draw(st.booleans()):  # NaN-aware: NaN at a third of the positions
+        kwargs = dict(kwargs, nan_policy="omit", min_count=data.draw(st.integers(0, 3)))
+        x = x.copy()
+        x[np.random.default_rng(data.draw(st.integers(0, 2**31))).random(x.shape) < 0.3] = np.nan
     desc = avgpool.AveragePoolingDesc(**kwargs)
     whole = avgpool.average_pool(x, desc, layout=layout)
     parts = _partition(data.draw, _spatial(whole.shape, layout))

@@ -68,6 +68,11 @@ class AveragePoolingDesc:
     ``count_overhang=True`` also those past ``in + pe``, as OpenVINO's ceil rounding counts
     them). ``divisor_override`` replaces the divisor (PyTorch). A window with divisor 0 gives NaN.
 
+    ``nan_policy="omit"`` (default ``"propagate"``) leaves NaN inputs out of both the sum and
+    the divisor, as if outside the window (padding still counts with ``include_padding``); a
+    window with fewer than ``min_count`` non-NaN input positions gives NaN. The standards' front
+    ends propagate; :mod:`avgpool.xarray` omits, as xarray's ``skipna`` does.
+
     Every argument is validated here, once; the descriptor is immutable and hashable.
 
     >>> import numpy as np, avgpool
@@ -88,6 +93,8 @@ class AveragePoolingDesc:
     output_sizes: Optional[Sequence[int]] = None
     count_overhang: bool = False
     divisor_override: Optional[int] = None
+    nan_policy: str = "propagate"
+    min_count: int = 1
     _c: _core.PoolDesc = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -130,13 +137,16 @@ class AveragePoolingDesc:
                                  f" * dilations[{i}] + 1 must fit in int64")
         include = _as_bool(self.include_padding, "include_padding")
         overhang = _as_bool(self.count_overhang, "count_overhang")
+        policy, min_count = _nan_fields(self.nan_policy, self.min_count)
         for name, value in (("window_size", window), ("strides", strides), ("start_padding", start),
                             ("end_padding", end), ("dilations", dilations), ("output_sizes", outputs),
                             ("include_padding", include), ("count_overhang", overhang),
-                            ("divisor_override", override)):
+                            ("divisor_override", override), ("nan_policy", policy),
+                            ("min_count", min_count)):
             object.__setattr__(self, name, value)
         c = _core.PoolDesc(window, strides, dilations, start, end, outputs or (0,) * rank,
-                           include, overhang, override or 0)
+                           include, overhang, override or 0, _NAN_POLICIES.index(policy),
+                           min_count)
         object.__setattr__(self, "_c", c)
 
     @property
@@ -162,7 +172,8 @@ class AdaptiveAveragePoolingDesc:
         start = floor(i * in / out),  end = ceil((i + 1) * in / out)
         y[i]  = sum(x[start:end]) / (end - start)
 
-    ``out > in`` is allowed (windows repeat).
+    ``out > in`` is allowed (windows repeat). ``nan_policy`` and ``min_count`` are as in
+    :class:`AveragePoolingDesc`.
 
     >>> import numpy as np, avgpool
     >>> x = np.arange(10, dtype=np.float64).reshape(1, 1, 10)
@@ -171,6 +182,8 @@ class AdaptiveAveragePoolingDesc:
     """
 
     output_sizes: Sequence[int]
+    nan_policy: str = "propagate"
+    min_count: int = 1
     _c: _core.AdaptiveDesc = field(init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -178,8 +191,12 @@ class AdaptiveAveragePoolingDesc:
         if not 1 <= len(sizes) <= 3:
             raise ValueError(f"output_sizes must have 1, 2 or 3 entries, got {len(sizes)}")
         _at_least(sizes, 1, "output_sizes")
+        policy, min_count = _nan_fields(self.nan_policy, self.min_count)
         object.__setattr__(self, "output_sizes", sizes)
-        object.__setattr__(self, "_c", _core.AdaptiveDesc(sizes))
+        object.__setattr__(self, "nan_policy", policy)
+        object.__setattr__(self, "min_count", min_count)
+        object.__setattr__(self, "_c", _core.AdaptiveDesc(sizes, _NAN_POLICIES.index(policy),
+                                                          min_count))
 
     @property
     def rank(self) -> int:
@@ -192,6 +209,19 @@ class AdaptiveAveragePoolingDesc:
     def output_shape(self, input_shape: Sequence[int], layout: str = "NCHW") -> Tuple[int, ...]:
         """Shape of the output for an input of ``input_shape`` in ``layout``."""
         return self._c.output_shape(_shape_tuple(input_shape), layout)
+
+
+_NAN_POLICIES = ("propagate", "omit")  # the core's ap_nan_policy values, in order
+
+
+def _nan_fields(policy: Any, min_count: Any) -> Tuple[str, int]:
+    """nan_policy (either letter case) and min_count, checked."""
+    if not isinstance(policy, str) or policy.lower() not in _NAN_POLICIES:
+        raise ValueError(f"nan_policy must be 'propagate' or 'omit', got {policy!r}")
+    count = as_int(min_count, "min_count")
+    if not 0 <= count <= INT64_MAX:
+        raise ValueError(f"min_count must be >= 0 and fit in int64, got {count}")
+    return policy.lower(), count
 
 
 def _reduce(desc: Any) -> Tuple[Any, Tuple[Any, ...]]:

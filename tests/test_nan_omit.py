@@ -1,0 +1,161 @@
+"""nan_policy="omit" and min_count (docs/semantics.md, "NaN-aware averaging") against the float64
+reference of tests/reference.py, on every kernel path: the scalar kernels skip NaN taps; the SIMD
+paths sum the NaN-free input and the NaN indicator with their vector kernels (csrc/nan_omit.c).
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import avgpool
+from reference import ref_adaptive_average_pool, ref_average_pool
+from strategies import (
+    BFLOAT16,
+    DTYPES,
+    DTYPE_IDS,
+    FLOAT32,
+    adaptive_cases,
+    assert_matches,
+    assert_same,
+    make_data,
+    pool_cases,
+)
+
+
+def _with_nans(x, data):
+    """x with NaN at a random fraction of positions (none, some, all), sometimes +-inf."""
+    frac = data.draw(st.sampled_from([0.0, 0.1, 0.4, 0.9, 1.0]))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**31)))
+    x = x.copy()
+    x[rng.random(x.shape) < frac] = np.nan
+    if data.draw(st.booleans()):
+        x[rng.random(x.shape) < 0.02] = np.inf
+        x[rng.random(x.shape) < 0.02] = -np.inf
+    return x
+
+
+def _assert_omit(y, ref, ref_abs, dtype):
+    """assert_matches, after the infinite results: those must be equal (sign included)."""
+    y64 = np.asarray(y).astype(np.float64)
+    inf = np.isinf(ref)
+    assert np.array_equal(np.isinf(y64), inf) and np.array_equal(y64[inf], ref[inf])
+    finite = lambda a: np.where(inf, 0.0, a)  # noqa: E731
+    assert_matches(np.where(inf, 0, y).astype(dtype), finite(ref), finite(ref_abs), dtype)
+
+
+def _refs(fn, x, *args, **kwargs):
+    """(reference, reference of |x|), NaN-omitting, in float64."""
+    x64 = np.asarray(x).astype(np.float64)
+    return fn(x64, *args, **kwargs), np.abs(fn(np.abs(x64), *args, **kwargs))
+
+
+@given(pool_cases(), st.integers(0, 5), st.data())
+def test_omit_matches_reference(case, min_count, data):
+    x, kwargs, layout = case
+    x = _with_nans(x, data)
+    before = x.copy()
+    desc = avgpool.AveragePoolingDesc(**kwargs, nan_policy="omit", min_count=min_count)
+    y = avgpool.average_pool(x, desc, layout=layout)
+    assert_same(x, before)  # the input is not changed
+    args = dict(kwargs)
+    window = args.pop("window_size")
+    ref, ref_abs = _refs(ref_average_pool, x, window, layout=layout, nan_policy="omit",
+                         min_count=min_count, **args)
+    _assert_omit(y, ref, ref_abs, x.dtype)
+    # the compiled operator runs the same plan, bit for bit
+    op = avgpool.compile_operator(desc, x.shape, x.dtype, layout=layout)
+    assert_same(op(x), y)
+
+
+@given(adaptive_cases(), st.integers(0, 3), st.data())
+def test_adaptive_omit_matches_reference(case, min_count, data):
+    x, outs, layout = case
+    x = _with_nans(x, data)
+    desc = avgpool.AdaptiveAveragePoolingDesc(outs, nan_policy="omit", min_count=min_count)
+    y = avgpool.adaptive_average_pool(x, desc, layout=layout)
+    ref, ref_abs = _refs(ref_adaptive_average_pool, x, outs, layout=layout, nan_policy="omit",
+                         min_count=min_count)
+    _assert_omit(y, ref, ref_abs, x.dtype)
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_omit_without_nan_is_the_plain_mean(dtype, layout):
+    """No NaN: omit gives the propagating result (within the path's rounding), whatever the
+    window; min_count above a window's valid positions still gives NaN."""
+    shape = (2, 3, 30, 41) if layout == "NCHW" else (2, 30, 41, 3)
+    x = make_data(3, shape, dtype)
+    for kw in (dict(window_size=(3, 3), start_padding=(1, 1), end_padding=(1, 1)),
+               dict(window_size=(17, 17), start_padding=(8, 8), end_padding=(8, 8),
+                    include_padding=True),
+               dict(window_size=(2, 2), strides=(2, 2))):
+        plain = avgpool.average_pool(x, avgpool.AveragePoolingDesc(**kw), layout=layout)
+        omit = avgpool.average_pool(x, avgpool.AveragePoolingDesc(**kw, nan_policy="OMIT"),
+                                    layout=layout)
+        args = dict(kw)
+        window = args.pop("window_size")
+        ref, ref_abs = _refs(ref_average_pool, x, window, layout=layout, **args)
+        assert_matches(plain, ref, ref_abs, dtype)
+        assert_matches(omit, ref, ref_abs, dtype)
+    corner = avgpool.AveragePoolingDesc((3, 3), start_padding=(1, 1), end_padding=(1, 1),
+                                        nan_policy="omit", min_count=5)
+    y = avgpool.average_pool(x, corner, layout=layout).astype(np.float64)
+    corners = y[:, :, [0, 0, -1, -1], [0, -1, 0, -1]] if layout == "NCHW" else (
+        y[:, [0, 0, -1, -1], [0, -1, 0, -1], :])
+    assert np.isnan(corners).all()  # 4 valid positions < 5
+    assert not np.isnan(y[:, :, 1:-1, 1:-1] if layout == "NCHW" else y[:, 1:-1, 1:-1]).any()
+
+
+def test_omit_by_hand():
+    nan = np.nan
+    x = np.array([1, nan, 3, nan, nan, 6], np.float32).reshape(1, 1, 6)
+    k3 = avgpool.AveragePoolingDesc((3,), start_padding=(1,), end_padding=(1,),
+                                    include_padding=True, nan_policy="omit")
+    # padding counts, NaN does not: 1/2, 4/2, 3/1, 3/1, 6/1, 6/2
+    assert_same(avgpool.average_pool(x, k3)[0, 0], np.array([0.5, 2, 3, 3, 6, 3], np.float32))
+    assert np.isnan(avgpool.average_pool(x, avgpool.AveragePoolingDesc((3,)))).all()
+    # inf is a value: inf and -inf in one window give NaN, a lone inf gives inf
+    z = np.array([np.inf, nan, -np.inf, 2], np.float32).reshape(1, 1, 4)
+    y2 = avgpool.average_pool(z, avgpool.AveragePoolingDesc((2,), nan_policy="omit"))[0, 0]
+    assert_same(y2, np.array([np.inf, -np.inf, -np.inf], np.float32))
+    y3 = avgpool.average_pool(z, avgpool.AveragePoolingDesc((3,), nan_policy="omit"))[0, 0]
+    assert np.isnan(y3[0]) and y3[1] == -np.inf
+
+
+def test_front_ends_propagate():
+    x = np.ones((1, 1, 4, 4), np.float32)
+    x[0, 0, 0, 0] = np.nan
+    import avgpool.functional as F
+
+    assert np.isnan(F.avg_pool2d(x, 2)[0, 0, 0, 0])
+    assert np.isnan(avgpool.average_pool(x, avgpool.AveragePoolingDesc((2, 2), (2, 2)))[0, 0, 0, 0])
+
+
+def test_nan_fields_validated_and_pickled():
+    import pickle
+
+    d = avgpool.AveragePoolingDesc((2, 2), nan_policy="Omit", min_count=3)
+    assert d.nan_policy == "omit" and d.min_count == 3
+    assert pickle.loads(pickle.dumps(d)) == d
+    assert d != avgpool.AveragePoolingDesc((2, 2))
+    with pytest.raises(ValueError, match="nan_policy must be 'propagate' or 'omit'"):
+        avgpool.AveragePoolingDesc((2, 2), nan_policy="ignore")
+    with pytest.raises(ValueError, match="min_count must be >= 0"):
+        avgpool.AdaptiveAveragePoolingDesc((2, 2), nan_policy="omit", min_count=-1)
+    with pytest.raises(TypeError, match="min_count must be an integer"):
+        avgpool.AdaptiveAveragePoolingDesc((2, 2), min_count=True)
+    # the gradient of an omitting mean depends on where the NaN are: no backward pass
+    with pytest.raises(ValueError, match="nan_policy: .*backward passes propagate only"):
+        avgpool.average_pool_backward(np.ones((1, 1, 3, 3), np.float32), d, (1, 1, 4, 4))
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_omit_threads_identical(layout):
+    shape = (2, 5, 64, 70) if layout == "NCHW" else (2, 64, 70, 5)
+    x = make_data(11, shape, BFLOAT16)
+    x[make_data(12, shape, FLOAT32) > 1.0] = np.nan
+    desc = avgpool.AveragePoolingDesc((5, 5), strides=(2, 1), start_padding=(2, 2),
+                                      end_padding=(2, 2), nan_policy="omit", min_count=2)
+    one = avgpool.average_pool(x, desc, layout=layout, num_threads=1)
+    assert_same(avgpool.average_pool(x, desc, layout=layout, num_threads=2), one)
