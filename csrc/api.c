@@ -102,6 +102,13 @@ static ap_status ap_tile_run(ap_plan *whole, ap_status planned, const ap_tensor_
     op.plan.batch = input->batch;
     op.plan.channels = input->channels;
     s = ap_operator_init(&op, s, &part);
+    if (s == AP_OK) { /* the whole array's path, for the same sums */
+        whole->batch = input->batch;
+        whole->channels = input->channels;
+        const int lanes = op.table->lanes[whole->dtype];
+        ap_choose_path(whole, lanes, NULL, 0);
+        ap_choose_tile_path(&op.plan, whole, lanes);
+    }
     /* A box of windows lying wholly past the input's end reads one input
      * position before them (pad_begin < 0): its outputs sum no tap, and the
      * scalar kernels, which read the taps tables only, give them. */

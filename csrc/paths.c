@@ -108,6 +108,39 @@ static const char *ap_vertical_why(const ap_plan *p, int64_t hstep, char *buf, s
     return buf;
 }
 
+/* Floats per row buffer of the rows paths (with the slack of the widest
+ * vector read past the last window and the running row sums), or 0 when
+ * the gathers' int32 indices cannot reach it. row_len and the
+ * vector-rounded output row are bounded first: their sum could overflow
+ * int64 for a huge padding. */
+static int64_t ap_rows_buflen(const ap_plan *p, int lanes) {
+    const int64_t OW = p->axis[2].out, OWV = (OW + lanes - 1) / lanes * lanes;
+    if (p->row_len > INT32_MAX / 16 || OWV > INT32_MAX / 16) return 0;
+    const int64_t n = (p->row_len + 3 * lanes + OWV + 15) / 16 * 16;
+    return n > INT32_MAX / 8 ? 0 : n;
+}
+
+ap_path ap_choose_tile_path(ap_plan *p, const ap_plan *whole, int lanes) {
+    ap_choose_path(p, lanes, NULL, 0); /* the tile's row_off and row_len */
+    ap_path path = whole->path;
+    /* same-flat pools whole 'same' planes; rows-s1 sums in the same order */
+    if (path == AP_PATH_SAME_FLAT) path = AP_PATH_ROWS_S1;
+    switch (path) {
+    case AP_PATH_ROWS_S1: case AP_PATH_ROWS_S2: case AP_PATH_ROWS_S4K4:
+    case AP_PATH_ROWS_RUNNING: case AP_PATH_ROWS_GATHER:
+        /* a tile's buffer is at most the whole array's, which fitted */
+        p->row_buflen = ap_rows_buflen(p, lanes);
+        break;
+    default: break;
+    }
+    p->path = path;
+    p->reason = whole->reason;
+    p->vertical_running = whole->vertical_running;
+    p->horizontal_running = whole->horizontal_running;
+    p->nhwc_rowsums = whole->nhwc_rowsums;
+    return path;
+}
+
 ap_path ap_choose_path(ap_plan *p, int lanes, char *why, size_t why_len) {
     const ap_axis_plan *ad = &p->axis[0], *ah = &p->axis[1], *aw = &p->axis[2];
     p->vertical_running = p->horizontal_running = p->nhwc_rowsums = 0;
@@ -198,14 +231,8 @@ ap_path ap_choose_path(ap_plan *p, int lanes, char *why, size_t why_len) {
         return p->path;
     }
     if (ap_choose_box(p, why, why_len)) return p->path;
-    /* The gathers index the row buffer with int32: bound row_len and the
-     * vector-rounded output row first (their sum could overflow int64 for a
-     * huge padding), then the buffer with its slack (the widest vector read
-     * past the last window) and the running row sums. */
-    const int64_t OWV = (OW + lanes - 1) / lanes * lanes;
-    if (p->row_len > INT32_MAX / 16 || OWV > INT32_MAX / 16 ||
-        (p->row_buflen = (p->row_len + 3 * lanes + OWV + 15) / 16 * 16) > INT32_MAX / 8) {
-        p->row_buflen = 0;
+    /* The gathers index the row buffer with int32 (ap_rows_buflen). */
+    if (!(p->row_buflen = ap_rows_buflen(p, lanes))) {
         p->path = AP_PATH_SCALAR_FALLBACK, p->reason = "row buffer past int32 indices";
         AP_WHY("row buffer of %lld positions for %lld outputs exceeds int32 gather indices",
                (long long)p->row_len, (long long)OW);
