@@ -25,6 +25,9 @@ typedef struct ap_axis_plan {
     int64_t *first;      /* [out] input index of the first valid tap        */
     int64_t *taps;       /* [out] number of valid taps                      */
     int64_t *count;      /* [out] this axis' factor of the divisor          */
+    int64_t origin;      /* a tile's plan: the whole array's index of output
+                            0 (0 otherwise); sums that slide along an axis
+                            restart at whole-array positions               */
 } ap_axis_plan;
 
 typedef struct ap_plan {

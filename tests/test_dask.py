@@ -1,11 +1,11 @@
 """avgpool.dask against the in-memory calls, over random chunkings (needs dask and distributed,
 installed by the test extras).
 
-Every output chunk is one avgpool.pool_tile call, so the chunked result equals the in-memory
-call bit for bit where a tile's sums are (the scalar kernels, and float64 on every path; see
-tests/test_tiles.py); on the SIMD paths float32 / float16 / bfloat16 results are held to the
-float64 reference. The distributed test runs a LocalCluster of 2 worker processes on float64
-data, so its result must be bitwise the in-memory one whichever kernels the workers pick.
+Every output chunk is one avgpool.pool_tile call whose W start is a multiple of 16, so the
+chunked result equals the in-memory call bit for bit on every kernel path (tests/test_tiles.py),
+and also matches the float64 reference. The distributed test runs a LocalCluster of 2 worker
+processes on float64 data, so its result must be bitwise the in-memory one whichever kernels
+the workers pick.
 """
 
 import numpy as np
@@ -41,14 +41,13 @@ def _chunks(draw, shape):
     return tuple(chunks)
 
 
-def _check(isa, got, whole, ref, ref_abs, dtype):
-    if isa == "scalar" or dtype == FLOAT64:
-        assert_same(got, whole)
+def _check(got, whole, ref, ref_abs, dtype):
+    assert_same(got, whole)
     assert_matches(got, ref, ref_abs, dtype)
 
 
 @given(pool_cases(), st.data())
-def test_average_pool_any_chunking(isa, case, data):
+def test_average_pool_any_chunking(case, data):
     x, kwargs, layout = case
     desc = avgpool.AveragePoolingDesc(**kwargs)
     dx = da.from_array(x, chunks=_chunks(data.draw, x.shape))
@@ -59,17 +58,17 @@ def test_average_pool_any_chunking(isa, case, data):
     assert len(lazy.dask.layers[lazy.name]) == lazy.npartitions
     got = lazy.compute(scheduler="threads")
     ref, ref_abs = reference_pool(x, kwargs, layout)
-    _check(isa, got, whole, ref, ref_abs, x.dtype)
+    _check(got, whole, ref, ref_abs, x.dtype)
 
 
 @given(adaptive_cases(), st.data())
-def test_adaptive_average_pool_any_chunking(isa, case, data):
+def test_adaptive_average_pool_any_chunking(case, data):
     x, outs, layout = case
     dx = da.from_array(x, chunks=_chunks(data.draw, x.shape))
     got = avgpool.dask.adaptive_average_pool(dx, outs, layout=layout).compute(scheduler="sync")
     whole = avgpool.adaptive_average_pool(x, outs, layout=layout)
     ref, ref_abs = reference_adaptive(x, outs, layout)
-    _check(isa, got, whole, ref, ref_abs, x.dtype)
+    _check(got, whole, ref, ref_abs, x.dtype)
 
 
 @scaled(0.3)

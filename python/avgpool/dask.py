@@ -40,7 +40,8 @@ def average_pool(x: Any, desc: AveragePoolingDesc, *, layout: str = "NCHW",
 
     ``x`` may be chunked along any axes. Output chunks follow the input's: along a spatial axis,
     an output chunk holds the outputs whose windows are centred in one input chunk (so a
-    stride-1 'same' window keeps the input's chunks). Each task reads
+    stride-1 'same' window keeps chunks of multiples of 16), its start rounded to a multiple of
+    16 outputs, where the kernels that slide sums restart them. Each task reads
     its windows' input (its chunk's share plus the halo) and writes one output chunk, so its
     memory is a chunk, its halo and its output, whatever the chunking. ``num_threads`` is per
     task (default 1: dask runs tasks side by side).
@@ -99,10 +100,17 @@ def _bounds(chunks: Sequence[int]) -> List[int]:
     return out
 
 
+# Output chunks start at multiples of this many outputs: where the kernels that slide their sums
+# along an axis restart them in the whole call (channels-last separable sums, every 16 outputs),
+# so a chunk's sums are the whole call's.
+ANCHOR = 16
+
+
 def _output_chunks(desc: Desc, axis: int, n_in: int, n_out: int,
                    in_bounds: List[int]) -> Tuple[int, ...]:
     """Output chunks along one spatial axis: the outputs whose windows are centred in each input
-    chunk, so 'same' windows keep the input's chunks (empty chunks dropped)."""
+    chunk, so 'same' windows keep the input's chunks, each start rounded to a multiple of ANCHOR
+    (empty chunks dropped)."""
     cuts = [0]
     for b in in_bounds[1:-1]:
         if isinstance(desc, AveragePoolingDesc):
@@ -114,6 +122,7 @@ def _output_chunks(desc: Desc, axis: int, n_in: int, n_out: int,
             o = -(-(b + pb - half) // s)  # first output whose window's centre is at or after b
         else:
             o = -(-(b * n_out) // n_in)  # first adaptive window starting at or after b
+        o = (o + ANCHOR // 2) // ANCHOR * ANCHOR
         cuts.append(min(max(o, cuts[-1]), n_out))
     cuts.append(n_out)
     return tuple(b - a for a, b in zip(cuts, cuts[1:]) if b > a)
