@@ -54,8 +54,9 @@ def test_average_pool_any_chunking(case, data):
     lazy = avgpool.dask.average_pool(dx, desc, layout=layout)
     whole = avgpool.average_pool(x, desc, layout=layout)
     assert lazy.shape == whole.shape and lazy.dtype == whole.dtype
-    # one task per output chunk in avgpool's layer
-    assert len(lazy.dask.layers[lazy.name]) == lazy.npartitions
+    # one pooling task per output chunk in avgpool's layer (besides the halo slices)
+    layer = lazy.dask.layers[lazy.name]
+    assert sum(1 for key in layer if key[0] == lazy.name) == lazy.npartitions
     got = lazy.compute(scheduler="threads")
     ref, ref_abs = reference_pool(x, kwargs, layout)
     _check(got, whole, ref, ref_abs, x.dtype)
@@ -93,8 +94,13 @@ def test_task_memory_is_a_chunk_and_its_halo():
     desc = avgpool.AveragePoolingDesc((15, 15), start_padding=(7, 7), end_padding=(7, 7))
     lazy = avgpool.dask.average_pool(x, desc)
     assert lazy.chunks == x.chunks
-    tiles = [task[4] for task in lazy.dask.layers[lazy.name].values()]
+    layer = lazy.dask.layers[lazy.name]
+    tiles = [task[3] for key, task in layer.items() if key[0] == lazy.name]
     assert len(tiles) == 16
+    # the halo comes as slices of the neighbouring chunks, 7 wide (corners 7 x 7)
+    strips = [layer[key] for key in layer if key[0] != lazy.name]
+    assert strips and all(task[0].__name__ == "getitem" for task in strips)
+    assert all(min(s.stop - s.start for s in task[2][2:]) == 7 for task in strips)
     assert max(t[2] for t in tiles) == 256 + 14 and min(t[2] for t in tiles) == 256 + 7
     assert_same(lazy.compute(), np.zeros((1, 1, 1024, 1024), np.float32))
 

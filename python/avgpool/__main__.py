@@ -34,6 +34,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     bench.add_argument("--torch", action="store_true",
                        help="avgpool.torch against torch.nn.functional: forward and backward, "
                             "NCHW and channels last (instead of the peer comparison)")
+    bench.add_argument("--scale-out", action="store_true",
+                       help="avgpool.xarray on a 2-worker dask.distributed cluster against "
+                            "xarray's coarsen / rolling and map_overlap + scipy, on a zarr "
+                            "raster written to disk (instead of the peer comparison)")
+    bench.add_argument("--scale-gib", type=float, default=8.0, metavar="GIB",
+                       help="--scale-out raster size (default 8; --quick: 0.25)")
+    bench.add_argument("--scale-dir", default=None, metavar="DIR",
+                       help="--scale-out: where to write the zarr stores (default: the temp dir)")
+    bench.add_argument("--scale-timeout", type=float, default=900.0, metavar="S",
+                       help="--scale-out: stop a method after S seconds (default 900)")
     bench.add_argument("--contended", action="store_true",
                        help="time everything again beside a process spinning on one core and "
                             "report each one's slowdown")

@@ -783,6 +783,16 @@ def plot(result: dict, path: str) -> None:
 
 
 def main(args) -> int:
+    if getattr(args, "scale_out", False):
+        from . import _bench_scale
+
+        gib = 0.25 if args.quick else args.scale_gib
+        result = _bench_scale.run_scale_out(gib, args.scale_dir, args.scale_timeout)
+        print(_bench_scale.format_scale_table(result))
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(result, f, indent=1)
+        return 0
     if getattr(args, "torch", False):
         from . import _bench_torch
 

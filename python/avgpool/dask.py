@@ -17,6 +17,7 @@ array([[ 4.5,  6.5,  8.5, 10.5],
 from __future__ import annotations
 
 import itertools
+import operator
 from bisect import bisect_right
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union, cast
 
@@ -154,8 +155,19 @@ def _pool(x: Any, desc: Desc, layout: str, num_threads: Optional[int]) -> da.Arr
         for a, r in zip(axes, region):
             in_box[a] = (r.start, r.stop)
         keys, src, dst = _pieces(arr.name, in_bounds, in_box)
+        # the parts of neighbouring chunks (the halo) come as slices of their own, so that a
+        # task holds its chunk and thin strips, not every chunk it touches
+        pieces = []
+        for j, (key, sl) in enumerate(zip(keys, src)):
+            shape = _chunk_shape(arr.chunks, key[1:])
+            if all(s.start == 0 and s.stop == n for s, n in zip(sl, shape)):
+                pieces.append(key)
+            else:
+                piece = (name + "-halo",) + index + (j,)
+                dsk[piece] = (operator.getitem, key, sl)
+                pieces.append(piece)
         tile_shape = tuple(hi - lo for lo, hi in in_box)
-        dsk[(name,) + index] = (_pool_block, keys, src, dst, tile_shape, arr.dtype, desc, whole,
+        dsk[(name,) + index] = (_pool_block, pieces, dst, tile_shape, arr.dtype, desc, whole,
                                 tuple(box[a] for a in axes), layout, num_threads)
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=[arr])
     return da.Array(graph, name, chunks=tuple(out_chunks), dtype=arr.dtype,
@@ -184,15 +196,19 @@ def _pieces(name: str, bounds: List[List[int]], box: List[Tuple[int, int]]
     return keys, src, dst
 
 
-def _pool_block(chunks: List[np.ndarray], src: List[Tuple[slice, ...]],
-                dst: List[Tuple[slice, ...]], tile_shape: Tuple[int, ...], dtype: np.dtype,
-                desc: Desc, whole: Tuple[int, ...], out_region: Tuple[Tuple[int, int], ...],
-                layout: str, num_threads: Optional[int]) -> np.ndarray:
-    """One output chunk: gather its tile from the input chunks, pool it."""
-    if len(chunks) == 1 and np.asarray(chunks[0]).shape == tile_shape:
-        tile = np.asarray(chunks[0])
+def _chunk_shape(chunks: Tuple[Tuple[int, ...], ...], index: Tuple[int, ...]) -> Tuple[int, ...]:
+    return tuple(c[i] for c, i in zip(chunks, index))
+
+
+def _pool_block(pieces: List[np.ndarray], dst: List[Tuple[slice, ...]],
+                tile_shape: Tuple[int, ...], dtype: np.dtype, desc: Desc,
+                whole: Tuple[int, ...], out_region: Tuple[Tuple[int, int], ...], layout: str,
+                num_threads: Optional[int]) -> np.ndarray:
+    """One output chunk: gather its tile from the pieces of the input chunks, pool it."""
+    if len(pieces) == 1 and np.asarray(pieces[0]).shape == tile_shape:
+        tile = np.asarray(pieces[0])
     else:
         tile = np.empty(tile_shape, dtype)
-        for c, s, d in zip(chunks, src, dst):
-            tile[d] = np.asarray(c)[s]
+        for piece, d in zip(pieces, dst):
+            tile[d] = piece
     return pool_tile(tile, desc, whole, out_region, layout=layout, num_threads=num_threads)
