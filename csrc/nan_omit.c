@@ -81,12 +81,133 @@ static void ap_omit_finish(void *arg, int64_t lo, int64_t hi) {
     }
 }
 
+/* One block: split x (p's batch x channels x input, p->dtype) into the
+ * NaN-free input and the NaN indicator, take both window sums with the
+ * float32 kernel of `sums` (p with divisor_override 1, its path chosen),
+ * and finish into y. buf holds 2 * p's input + 2 * p's output floats. */
+static ap_status ap_omit_block(const ap_plan *p, const ap_plan *sums, ap_kernel_fn kernel,
+                               const void *x, void *y, float *buf) {
+    const int nhwc = p->layout == AP_LAYOUT_NHWC;
+    const int64_t lanes = nhwc ? p->channels : 1, units = nhwc ? p->batch : p->batch * p->channels;
+    const int64_t n_in = units * p->in_plane * lanes, n_out = units * p->out_plane * lanes;
+    float *clean = buf, *nan = buf + n_in, *sum = nan + n_in, *nans = sum + n_out;
+    ap_omit_ctx c = {p, x, clean, nan, sum, nans, y, lanes};
+    ap_parallel_for(ap_threads_for(p, n_in), n_in, ap_omit_split, &c);
+    ap_status s = kernel(sums, clean, sum);
+    if (s == AP_OK) s = kernel(sums, nan, nans);
+    if (s == AP_OK)
+        ap_parallel_for(ap_threads_for(p, n_out), units * p->axis[0].out * p->axis[1].out,
+                        ap_omit_finish, &c);
+    return s;
+}
+
+/* The float32 window-sum plan of p: same tables and path, divisor 1. */
+static ap_plan ap_sums_plan(const ap_plan *p, const ap_kernel_table *table) {
+    ap_plan sums = *p; /* shares p's tables; never freed */
+    sums.dtype = AP_DTYPE_F32;
+    sums.divisor_override = 1;
+    sums.nan_omit = 0;
+    ap_choose_path(&sums, table->lanes[AP_DTYPE_F32], NULL, 0);
+    return sums;
+}
+
+/* A plane (or image) too large for one group goes in bands of AP_OMIT_BAND
+ * outputs along its outermost axis that has more than one (when the axes
+ * outside it have one input position, so a band's input is contiguous),
+ * each a tile of the plane (ap_plan_tile) whose sums take the plane's path;
+ * bands start at multiples of AP_OMIT_BAND of the whole array, so a tile of
+ * the whole array gets the same bands. Returns 0 when no axis fits. */
+#define AP_OMIT_BAND 256
+static int ap_omit_band_axis(const ap_plan *p) {
+    for (int a = 0; a < 3; ++a) {
+        if (p->axis[a].out > 1) return a;
+        if (p->axis[a].in > 1) return -1;
+    }
+    return -1;
+}
+
+static ap_status ap_omit_banded(const ap_plan *unit, const ap_kernel_table *table, int a,
+                                const void *x, void *y, size_t esize) {
+    const int64_t lanes = unit->layout == AP_LAYOUT_NHWC ? unit->channels : 1;
+    int64_t in_inner = lanes, out_inner = lanes; /* elements per position along axis a */
+    for (int b = a + 1; b < 3; ++b) in_inner *= unit->axis[b].in, out_inner *= unit->axis[b].out;
+    const ap_axis_plan *ax = &unit->axis[a];
+    /* A band: the tile of its outputs along axis a, whole along the others
+     * (their input rows are contiguous and read whole). */
+    ap_tile tile;
+    for (int b = 0; b < 3; ++b) {
+        tile.out_start[b] = tile.in_start[b] = 0;
+        tile.out_size[b] = unit->axis[b].out;
+        tile.in_size[b] = unit->axis[b].in;
+    }
+#define AP_BAND_END(o0) ((o0 + ax->origin) / AP_OMIT_BAND * AP_OMIT_BAND + AP_OMIT_BAND - ax->origin)
+    int64_t span = 1; /* the largest band's input along axis a */
+    for (int64_t o0 = 0; o0 < ax->out;) {
+        const int64_t o1 = AP_BAND_END(o0) < ax->out ? AP_BAND_END(o0) : ax->out;
+        ap_tile t = tile;
+        t.out_start[a] = o0, t.out_size[a] = o1 - o0;
+        const ap_status s = ap_plan_tile_input(unit, 3, &t);
+        if (s != AP_OK) return s;
+        if (t.in_size[a] > span) span = t.in_size[a];
+        o0 = o1;
+    }
+    const int64_t n_in = span * in_inner, n_out = AP_OMIT_BAND * out_inner;
+    float *buf = (float *)malloc((size_t)(2 * n_in + 2 * n_out) * sizeof(float));
+    if (!buf) return AP_ERR_OUT_OF_MEMORY;
+    const ap_plan sums_unit = ap_sums_plan(unit, table);
+    const ap_kernel_fn kernel = table->pool[unit->layout][AP_DTYPE_F32];
+    ap_status s = AP_OK;
+    for (int64_t o0 = 0; o0 < ax->out && s == AP_OK;) {
+        const int64_t o1 = AP_BAND_END(o0) < ax->out ? AP_BAND_END(o0) : ax->out;
+        ap_tile t = tile, box = tile;
+        box.out_start[a] = o0, box.out_size[a] = o1 - o0;
+        s = ap_plan_tile_input(unit, 3, &box);
+        t.out_start[a] = o0, t.out_size[a] = o1 - o0;
+        t.in_start[a] = box.in_start[a], t.in_size[a] = box.in_size[a];
+        ap_plan band;
+        band.storage = NULL;
+        if (s == AP_OK) s = ap_plan_tile(&band, unit, 3, &t);
+        if (s == AP_OK) {
+            ap_plan sums = band;
+            sums.dtype = AP_DTYPE_F32;
+            sums.divisor_override = 1;
+            sums.nan_omit = 0;
+            ap_choose_tile_path(&sums, &sums_unit, table->lanes[AP_DTYPE_F32]);
+            ap_kernel_fn k = kernel;
+            if (sums.axis[a].pad_begin < 0) { /* windows past the end only (ap_tile_run) */
+                sums.path = AP_PATH_SCALAR;
+                k = ap_kernels_scalar.pool[unit->layout][AP_DTYPE_F32];
+            }
+            s = ap_omit_block(&band, &sums, k,
+                              (const char *)x + (size_t)(t.in_start[a] * in_inner) * esize,
+                              (char *)y + (size_t)(o0 * out_inner) * esize, buf);
+        }
+        ap_plan_free(&band);
+        o0 = o1;
+    }
+#undef AP_BAND_END
+    free(buf);
+    return s;
+}
+
 ap_status ap_omit_run(const ap_plan *p, const ap_kernel_table *table, const void *x, void *y) {
     const int nhwc = p->layout == AP_LAYOUT_NHWC;
     const int64_t units = nhwc ? p->batch : p->batch * p->channels;
     const int64_t lanes = nhwc ? p->channels : 1;
     const int64_t unit_in = p->in_plane * lanes, unit_out = p->out_plane * lanes;
     const size_t esize = p->dtype == AP_DTYPE_F32 ? 4 : 2;
+    ap_plan unit = *p; /* one plane (channels first) or image (channels last) */
+    unit.batch = 1;
+    unit.channels = lanes;
+    const int band_axis = ap_omit_band_axis(p);
+    if (unit_in > AP_OMIT_GROUP_ELEMS && band_axis >= 0) {
+        ap_status s = AP_OK;
+        for (int64_t u = 0; u < units && s == AP_OK; ++u)
+            s = ap_omit_banded(&unit, table, band_axis,
+                               (const char *)x + (size_t)(u * unit_in) * esize,
+                               (char *)y + (size_t)(u * unit_out) * esize, esize);
+        return s;
+    }
     int64_t group = AP_OMIT_GROUP_ELEMS / unit_in;
     if (group < 1) group = 1;
     if (group > units) group = units;
@@ -95,30 +216,18 @@ ap_status ap_omit_run(const ap_plan *p, const ap_kernel_table *table, const void
     if ((uint64_t)(2 * n_in + 2 * n_out) > SIZE_MAX / sizeof(float)) return AP_ERR_OUT_OF_MEMORY;
     float *buf = (float *)malloc((size_t)(2 * n_in + 2 * n_out) * sizeof(float));
     if (!buf) return AP_ERR_OUT_OF_MEMORY;
-    float *clean = buf, *nan = buf + n_in, *sum = nan + n_in, *nans = sum + n_out;
-
-    ap_plan sums = *p; /* shares p's tables; never freed */
-    sums.dtype = AP_DTYPE_F32;
-    sums.divisor_override = 1;
-    sums.nan_omit = 0;
     const ap_kernel_fn kernel = table->pool[p->layout][AP_DTYPE_F32];
-    const int nt_in = ap_threads_for(p, n_in);
     ap_status s = AP_OK;
     for (int64_t u0 = 0; u0 < units && s == AP_OK; u0 += group) {
         const int64_t g = units - u0 < group ? units - u0 : group;
+        ap_plan part = *p;
         if (nhwc)
-            sums.batch = g;
+            part.batch = g;
         else
-            sums.batch = 1, sums.channels = g;
-        ap_choose_path(&sums, table->lanes[AP_DTYPE_F32], NULL, 0);
-        ap_omit_ctx c = {p, (const char *)x + (size_t)(u0 * unit_in) * esize, clean, nan,
-                         sum, nans, (char *)y + (size_t)(u0 * unit_out) * esize, lanes};
-        ap_parallel_for(nt_in, g * unit_in, ap_omit_split, &c);
-        s = kernel(&sums, clean, sum);
-        if (s == AP_OK) s = kernel(&sums, nan, nans);
-        if (s == AP_OK)
-            ap_parallel_for(ap_threads_for(p, g * unit_out), g * p->axis[0].out * p->axis[1].out,
-                            ap_omit_finish, &c);
+            part.batch = 1, part.channels = g;
+        const ap_plan sums = ap_sums_plan(&part, table);
+        s = ap_omit_block(&part, &sums, kernel, (const char *)x + (size_t)(u0 * unit_in) * esize,
+                          (char *)y + (size_t)(u0 * unit_out) * esize, buf);
     }
     free(buf);
     return s;

@@ -429,7 +429,7 @@ ap_status ap_plan_tile(ap_plan *sub, const ap_plan *whole, int rank, const ap_ti
         /* window o of the tile is window o0 + o of the whole: its first tap
          * o * s - pb' at o0 * s - pb - i0 in the tile */
         if (ax->stride) ax->pad_begin = wx->pad_begin + i0 - o0 * wx->stride;
-        ax->origin = o0;
+        ax->origin = wx->origin + o0; /* a tile of a tile: still the whole array's index */
         if (whole->adaptive) ax->window = 0;
         for (int64_t o = 0; o < ax->out; ++o) {
             ax->taps[o] = wx->taps[o0 + o];

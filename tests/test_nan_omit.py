@@ -159,3 +159,30 @@ def test_omit_threads_identical(layout):
                                       end_padding=(2, 2), nan_policy="omit", min_count=2)
     one = avgpool.average_pool(x, desc, layout=layout, num_threads=1)
     assert_same(avgpool.average_pool(x, desc, layout=layout, num_threads=2), one)
+
+
+@pytest.mark.parametrize("layout,shape", [("NCHW", (1, 1, 2100, 2050)), ("NHWC", (1, 1500, 1400, 3))])
+def test_omit_large_plane_in_bands(layout, shape):
+    """A plane of more than 4 M elements goes through csrc/nan_omit.c in bands of 256 output rows
+    (bounded scratch memory): against the scalar float64 kernels (the oracle; every instruction
+    set runs float64 on them), with the float32 tolerance; and a tile starting on a multiple of 16
+    rows, inside a band, gives the whole call's bits."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(shape).astype(np.float32)
+    x[rng.random(shape) < 0.05] = np.nan
+    for kw in (dict(window_size=(15, 15), start_padding=(7, 7), end_padding=(7, 7),
+                    include_padding=True),
+               dict(window_size=(2, 2), strides=(2, 2), end_padding=(1, 1))):
+        desc = avgpool.AveragePoolingDesc(**kw, nan_policy="omit", min_count=2)
+        y = avgpool.average_pool(x, desc, layout=layout)
+        ref = avgpool.average_pool(x.astype(np.float64), desc, layout=layout)
+        ref_abs = avgpool.average_pool(np.abs(x).astype(np.float64), desc, layout=layout)
+        assert_matches(y, ref, ref_abs, FLOAT32)
+        box = [slice(272, 700), slice(0, y.shape[3] if layout == "NCHW" else y.shape[2])]
+        region = avgpool.tile_input_region(desc, x.shape, box, layout=layout)
+        index = (slice(None), slice(None)) + region if layout == "NCHW" else (
+            (slice(None),) + region + (slice(None),))
+        tile = avgpool.pool_tile(np.ascontiguousarray(x[index]), desc, x.shape, box, layout=layout)
+        out_index = (slice(None), slice(None)) + tuple(box) if layout == "NCHW" else (
+            (slice(None),) + tuple(box) + (slice(None),))
+        assert_same(tile, y[out_index])
