@@ -119,3 +119,36 @@ def test_torch_section_times_both_libraries_and_checks_agreement(monkeypatch):
             assert r[key] > 0
     table = _bench_torch.format_torch_table(result)
     assert "bwd vs best" in table and "3x3s2p1-2x8x20x20" in table
+
+
+@functools.lru_cache(maxsize=None)
+def _scale_out_run():
+    """bench --scale-out on a 768 x 768 raster in 256 x 256 chunks (9 chunks, so halos cross
+    chunks), once for the session (the isa fixture repeats the test below)."""
+    pytest.importorskip("distributed")  # a test extra: CI installs it
+    from avgpool import _bench_scale
+
+    before = _bench_scale.CHUNK
+    _bench_scale.CHUNK = 256
+    try:
+        return _bench_scale.run_scale_out(768 * 768 * 4 / 2**30, timeout_s=120)
+    finally:
+        _bench_scale.CHUNK = before
+
+
+def test_scale_out_section_runs_every_method_and_checks_agreement():
+    from avgpool import _bench_scale
+
+    result = _scale_out_run()
+    assert result["side"] == 768
+    assert [(r["case"], r["method"]) for r in result["rows"]] == [
+        ("coarsen 2x2", "avgpool.xarray.coarsen_mean"), ("coarsen 2x2", "xarray coarsen().mean()"),
+        ("rolling 15x15", "avgpool.xarray.rolling_mean"),
+        ("rolling 15x15", "xarray rolling().mean()"),
+        ("rolling 15x15", "map_overlap + scipy uniform_filter")]
+    for r in result["rows"]:
+        assert "error" not in r, r
+        assert r["seconds"] > 0 and r["peak_mib"] > 0
+    assert all(r["equal_to_xarray"] for r in result["rows"] if r["method"].startswith("avgpool"))
+    table = _bench_scale.format_scale_table(result)
+    assert "equal to xarray's" in table and "768 x 768" in table

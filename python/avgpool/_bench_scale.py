@@ -66,11 +66,12 @@ def run_scale_out(gib: float, workdir: Optional[str] = None, timeout_s: float = 
             x = rng.random((side, side), dtype=np.float32, chunks=CHUNK)
             x = da.where(rng.random((side, side), chunks=CHUNK) < 0.01, np.float32(np.nan), x)
             xr.DataArray(x, dims=("y", "x"), name="v").to_dataset().to_zarr(
-                os.path.join(root, "raster.zarr"), mode="w", encoding={"v": {"compressors": None}})
+                os.path.join(root, "raster.zarr"), mode="w", consolidated=False,
+                encoding={"v": {"compressors": None}})
             result["write_s"] = time.perf_counter() - t0
 
             def raster() -> Any:
-                return xr.open_zarr(os.path.join(root, "raster.zarr"))["v"]
+                return xr.open_zarr(os.path.join(root, "raster.zarr"), consolidated=False)["v"]
 
             def overlap(a: Any) -> Any:
                 data = a.data.map_overlap(_uniform_nan, depth=HALF, boundary=np.nan,
@@ -110,7 +111,7 @@ def _run_one(client: Any, wait: Callable, root: str, case: str, name: str, fn: C
         res = fn(raster())
         if any(len(set(c[:-1])) > 1 or c[-1] > c[0] for c in res.chunks):  # zarr: uniform chunks
             res = res.chunk({d: c[0] for d, c in zip(res.dims, res.chunks)})
-        lazy = res.to_dataset(name="v").to_zarr(out, mode="w", compute=False)
+        lazy = res.to_dataset(name="v").to_zarr(out, mode="w", compute=False, consolidated=False)
         future = client.compute(lazy)
         wait(future, timeout=timeout_s)
         future.result()
@@ -137,8 +138,8 @@ def _compare(result: Dict[str, Any], root: str, da: Any) -> None:
         theirs = next((r for m, r in rows.items() if m.startswith("xarray")), None)
         if theirs is None or "error" in ours or "error" in theirs:
             continue
-        a = xr.open_zarr(ours["path"])["v"].data
-        b = xr.open_zarr(theirs["path"])["v"].data.rechunk(a.chunks)
+        a = xr.open_zarr(ours["path"], consolidated=False)["v"].data
+        b = xr.open_zarr(theirs["path"], consolidated=False)["v"].data.rechunk(a.chunks)
         agree = da.map_blocks(_close, a, b, dtype=bool, chunks=(1, 1)).all().compute()
         ours["equal_to_xarray"] = bool(agree)
 
@@ -161,13 +162,15 @@ def format_scale_table(result: Dict[str, Any]) -> str:
                       f"{r['peak_chunks']:.1f}", note])
     from . import _bench
 
+    chunk_mib = result["chunk"] ** 2 * 4 / 2**20
     out = [f"scale-out: float32 raster {result['side']} x {result['side']} "
            f"({result['gib']:.1f} GiB, 1 % NaN) as zarr in {result['chunk']} x {result['chunk']} "
-           f"chunks (64 MiB); LocalCluster of {result['workers']} worker processes x 1 thread, "
+           f"chunks ({chunk_mib:g} MiB); LocalCluster of {result['workers']} worker processes x 1 thread, "
            f"memory limit {result['memory_limit']} each; writing it took "
            f"{result['write_s']:.0f} s", ""]
     out += _bench._columns(lines)
     out += ["", "seconds: read, compute, write the result as zarr (wall); vs avgpool: that time "
-            "over avgpool's; peak: the largest worker's peak resident memory, and how many 64 MiB "
-            "chunks above its idle size; '>': stopped (timeout or workers killed)"]
+            f"over avgpool's; peak: the largest worker's peak resident memory, and how many "
+            f"{chunk_mib:g} MiB chunks above its idle size; '>': stopped (timeout or workers "
+            f"killed)"]
     return "\n".join(out)
