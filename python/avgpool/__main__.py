@@ -44,6 +44,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                        help="--scale-out: where to write the zarr stores (default: the temp dir)")
     bench.add_argument("--scale-timeout", type=float, default=900.0, metavar="S",
                        help="--scale-out: stop a method after S seconds (default 900)")
+    bench.add_argument("--scale-memory", default="6GiB", metavar="SIZE",
+                       help="--scale-out: memory limit of each worker (default 6GiB)")
     bench.add_argument("--contended", action="store_true",
                        help="time everything again beside a process spinning on one core and "
                             "report each one's slowdown")

@@ -787,7 +787,8 @@ def main(args) -> int:
         from . import _bench_scale
 
         gib = 0.25 if args.quick else args.scale_gib
-        result = _bench_scale.run_scale_out(gib, args.scale_dir, args.scale_timeout)
+        result = _bench_scale.run_scale_out(gib, args.scale_dir, args.scale_timeout,
+                                            args.scale_memory)
         print(_bench_scale.format_scale_table(result))
         if args.json:
             with open(args.json, "w") as f:
