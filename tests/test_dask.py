@@ -117,6 +117,10 @@ def test_numpy_input_and_errors():
         avgpool.dask.average_pool(x, avgpool.AveragePoolingDesc((2, 2, 2)))
     with pytest.raises(ValueError, match="window_size"):
         avgpool.dask.average_pool(x, avgpool.AveragePoolingDesc((11, 2)))
+    unknown = da.from_array(x, chunks=(1, 1, 5, 5))
+    unknown = unknown[:, :, da.arange(10, chunks=5) >= 0]  # boolean index: unknown sizes
+    with pytest.raises(ValueError, match="chunk sizes must be known"):
+        avgpool.dask.average_pool(unknown, desc)
     with pytest.raises(TypeError, match="dtype int64 is not supported"):
         avgpool.dask.global_average_pool(da.zeros((1, 1, 4), dtype=np.int64))
 

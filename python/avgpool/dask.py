@@ -101,9 +101,9 @@ def _bounds(chunks: Sequence[int]) -> List[int]:
     return out
 
 
-# Output chunks start at multiples of this many outputs: where the kernels that slide their sums
-# along an axis restart them in the whole call (channels-last separable sums, every 16 outputs),
-# so a chunk's sums are the whole call's.
+# Output chunks start at multiples of this many outputs: where the kernels that carry float32
+# sums from output to output restart them in the whole call (channels-last sliding sums along W,
+# vertical running sums along H: every 16 outputs), so a chunk's sums are the whole call's.
 ANCHOR = 16
 
 
@@ -135,10 +135,10 @@ def _pool(x: Any, desc: Desc, layout: str, num_threads: Optional[int]) -> da.Arr
     if len(axes) != desc.rank:
         raise ValueError(f"x: the descriptor has {desc.rank} spatial axes, so x must have "
                          f"{desc.rank + 2} dimensions, got shape {arr.shape}")
+    if any(n != n for n in arr.shape):  # NaN: dask's unknown size
+        raise ValueError("x: chunk sizes must be known (call compute_chunk_sizes() first)")
     whole = _shape_tuple(arr.shape)
     out_shape = desc.output_shape(whole, layout)  # validates desc against the whole shape
-    if any(n != n for n in arr.shape):
-        raise ValueError("x: chunk sizes must be known (call compute_chunk_sizes() first)")
 
     in_bounds = [_bounds(c) for c in arr.chunks]
     out_chunks = list(arr.chunks)
