@@ -5,8 +5,8 @@
  * NaN read as 0, and of its NaN indicator (exact integers in float32, in
  * any summation order). So the vector kernels of every path compute both,
  * as float32 window sums (divisor_override 1), over a group of planes at a
- * time; a last pass divides, applies min_count and stores in the input's
- * dtype. The scalar kernels (scalar_impl.inc) test each tap instead; they
+ * time (a large plane in bands of output rows); a last pass divides,
+ * applies min_count and stores in the input's dtype. The scalar kernels (scalar_impl.inc) test each tap instead; they
  * serve float64 and the scalar instruction set.
  */
 #include <math.h>
@@ -116,7 +116,8 @@ static ap_plan ap_sums_plan(const ap_plan *p, const ap_kernel_table *table) {
  * outside it have one input position, so a band's input is contiguous),
  * each a tile of the plane (ap_plan_tile) whose sums take the plane's path;
  * bands start at multiples of AP_OMIT_BAND of the whole array, so a tile of
- * the whole array gets the same bands. Returns 0 when no axis fits. */
+ * the whole array gets the same bands. Returns -1 when no axis fits (the
+ * plane then goes whole). */
 #define AP_OMIT_BAND 256
 static int ap_omit_band_axis(const ap_plan *p) {
     for (int a = 0; a < 3; ++a) {
