@@ -161,7 +161,7 @@ def test_omit_threads_identical(layout):
     assert_same(avgpool.average_pool(x, desc, layout=layout, num_threads=2), one)
 
 
-@pytest.mark.parametrize("layout,shape", [("NCHW", (1, 1, 2100, 2050)), ("NHWC", (1, 1500, 1400, 3))])
+@pytest.mark.parametrize("layout,shape", [("NCHW", (1, 1, 2100, 2050)), ("NHWC", (1, 1200, 1200, 3))])
 def test_omit_large_plane_in_bands(layout, shape):
     """A plane of more than 4 M elements goes through csrc/nan_omit.c in bands of 256 output rows
     (bounded scratch memory): against the scalar float64 kernels (the oracle; every instruction
@@ -178,7 +178,7 @@ def test_omit_large_plane_in_bands(layout, shape):
         ref = avgpool.average_pool(x.astype(np.float64), desc, layout=layout)
         ref_abs = avgpool.average_pool(np.abs(x).astype(np.float64), desc, layout=layout)
         assert_matches(y, ref, ref_abs, FLOAT32)
-        box = [slice(272, 700), slice(0, y.shape[3] if layout == "NCHW" else y.shape[2])]
+        box = [slice(272, 560), slice(0, y.shape[3] if layout == "NCHW" else y.shape[2])]
         region = avgpool.tile_input_region(desc, x.shape, box, layout=layout)
         index = (slice(None), slice(None)) + region if layout == "NCHW" else (
             (slice(None),) + region + (slice(None),))

@@ -53,7 +53,7 @@ def _same(got, want):
     np.testing.assert_allclose(g, w, rtol=tol, atol=tol)
 
 
-@scaled(0.5)
+@scaled(0.2)
 @given(data_arrays(), st.data())
 def test_coarsen_mean_matches_xarray(da, data):
     dims = data.draw(st.lists(st.sampled_from(da.dims), min_size=1, max_size=da.ndim, unique=True))
@@ -67,7 +67,7 @@ def test_coarsen_mean_matches_xarray(da, data):
     _same(got.compute(), want.compute())
 
 
-@scaled(0.5)
+@scaled(0.2)
 @given(data_arrays(), st.data())
 def test_rolling_mean_matches_xarray(da, data):
     dims = data.draw(st.lists(st.sampled_from(da.dims), min_size=1, max_size=da.ndim, unique=True))
