@@ -39,6 +39,22 @@ def ref_output_size(n, k, s, pb, pe, d):
     return (n + pb + pe - ek) // s + 1
 
 
+def _window_sum(xc, positions, omit):
+    """(sum, NaN count, positions) over the (N, C) vectors of xc at the given positions; with
+    omit, NaN values leave the sum and are counted instead."""
+    total = np.zeros(xc.shape[:2], dtype=np.float64)
+    nans = np.zeros(xc.shape[:2], dtype=np.int64)
+    count = 0
+    for pos in positions:
+        v = xc[(slice(None), slice(None)) + tuple(pos)]
+        if omit:
+            nans = nans + np.isnan(v)
+            v = np.where(np.isnan(v), 0.0, v)
+        total = total + v
+        count += 1
+    return total, nans, count
+
+
 def ref_average_pool(x, window, strides=None, start_padding=None, end_padding=None,
                      dilations=None, include_padding=False, output_sizes=None,
                      count_overhang=False, divisor_override=None, layout="NCHW",
@@ -72,17 +88,9 @@ def ref_average_pool(x, window, strides=None, start_padding=None, end_padding=No
         # Positions of every tap, per axis.
         taps = [[o[a] * strides[a] - pb_all[a] + j * dil[a] for j in range(window[a])]
                 for a in range(r)]
-        total = np.zeros((N, C), dtype=np.float64)
-        nans = np.zeros((N, C), dtype=np.int64)
-        valid = 0
-        for pos in itertools.product(*taps):
-            if all(0 <= pos[a] < ins[a] for a in range(r)):
-                v = xc[(slice(None), slice(None)) + tuple(pos)]
-                if omit:
-                    nans = nans + np.isnan(v)
-                    v = np.where(np.isnan(v), 0.0, v)
-                total = total + v
-                valid += 1
+        total, nans, valid = _window_sum(
+            xc, (pos for pos in itertools.product(*taps)
+                 if all(0 <= pos[a] < ins[a] for a in range(r))), omit)
         if divisor_override is not None:
             divisor = divisor_override
         else:
@@ -131,16 +139,7 @@ def ref_adaptive_average_pool(x, output_sizes, layout="NCHW", nan_policy="propag
             start = (o[a] * ins[a]) // outs[a]
             end = -((-(o[a] + 1) * ins[a]) // outs[a])  # ceil
             bounds.append(range(start, end))
-        total = np.zeros((N, C), dtype=np.float64)
-        nans = np.zeros((N, C), dtype=np.int64)
-        count = 0
-        for pos in itertools.product(*bounds):
-            v = xc[(slice(None), slice(None)) + tuple(pos)]
-            if omit:
-                nans = nans + np.isnan(v)
-                v = np.where(np.isnan(v), 0.0, v)
-            total = total + v
-            count += 1
+        total, nans, count = _window_sum(xc, itertools.product(*bounds), omit)
         with np.errstate(divide="ignore", invalid="ignore"):
             mean = total / (count - nans)
         if omit:

@@ -22,6 +22,13 @@ MAX_SPATIAL = {1: 9, 2: 9, 3: 6}
 MAX_WINDOW = {1: 4, 2: 4, 3: 3}
 
 
+def split_bounds(draw, n: int, anchor: int = 1) -> list:
+    """Bounds 0 = b0 < b1 < ... = n of up to 4 random parts of range(n), the inner bounds
+    rounded down to multiples of ``anchor`` (the chunk and tile partitions of the tests)."""
+    cuts = draw(st.lists(st.integers(1, max(n - 1, 1)), max_size=3)) if n > 1 else []
+    return [0] + sorted({c // anchor * anchor for c in cuts} - {0}) + [n]
+
+
 def scaled(fraction: float):
     """@settings with a fraction of the active profile's max_examples (for the slower tests)."""
     return settings(max_examples=max(10, int(settings().max_examples * fraction)))

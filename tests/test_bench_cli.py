@@ -145,7 +145,8 @@ def test_scale_out_section_runs_every_method_and_checks_agreement():
         ("coarsen 2x2", "avgpool.xarray.coarsen_mean"), ("coarsen 2x2", "xarray coarsen().mean()"),
         ("rolling 15x15", "avgpool.xarray.rolling_mean"),
         ("rolling 15x15", "xarray rolling().mean()"),
-        ("rolling 15x15", "map_overlap + scipy uniform_filter")]
+        ("rolling 15x15", "map_overlap + scipy uniform_filter"),
+        ("rolling 15x15", "map_overlap + OpenCV boxFilter")]
     for r in result["rows"]:
         assert "error" not in r, r
         assert r["seconds"] > 0 and r["peak_mib"] > 0

@@ -25,6 +25,7 @@ from strategies import (
     reference_adaptive,
     reference_pool,
     scaled,
+    split_bounds,
 )
 
 da = pytest.importorskip("dask.array", reason="dask is a test extra")
@@ -35,8 +36,7 @@ def _chunks(draw, shape):
     """A random chunking: per axis, one chunk or random cut points."""
     chunks = []
     for n in shape:
-        cuts = sorted(set(draw(st.lists(st.integers(1, max(n - 1, 1)), max_size=3)))) if n > 1 else []
-        bounds = [0] + cuts + [n]
+        bounds = split_bounds(draw, n)
         chunks.append(tuple(b - a for a, b in zip(bounds, bounds[1:])))
     return tuple(chunks)
 

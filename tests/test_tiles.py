@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 import avgpool
 from strategies import (
     FLOAT32,
-    FLOAT64,
     adaptive_cases,
     assert_matches,
     assert_same,
@@ -29,7 +28,7 @@ from strategies import (
     pool_cases,
     reference_adaptive,
     reference_pool,
-    scaled,
+    split_bounds,
 )
 
 
@@ -50,13 +49,10 @@ CARRIED = ("nhwc-separable", "rows-s1", "rows-s2", "rows-s4k4", "rows-running", 
 def _partition(draw, sizes):
     """Random cut points per axis: the tiles of a partition of the output; half of the time they
     fall on multiples of 16."""
-    anchored = draw(st.booleans())
+    anchor = 16 if draw(st.booleans()) else 1
     per_axis = []
     for n in sizes:
-        cuts = sorted(set(draw(st.lists(st.integers(1, max(n - 1, 1)), max_size=3)))) if n > 1 else []
-        if anchored:
-            cuts = sorted({c // 16 * 16 for c in cuts} - {0})
-        bounds = [0] + cuts + [n]
+        bounds = split_bounds(draw, n, anchor)
         per_axis.append([slice(a, b) for a, b in zip(bounds, bounds[1:])])
     return per_axis
 

@@ -9,7 +9,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import avgpool
 from strategies import scaled
 
 xr = pytest.importorskip("xarray", reason="xarray is a test extra")

@@ -927,6 +927,13 @@ static void test_nan_omit(void) {
  * outputs, output o reads 2o - 1 .. 2o + 1): outputs 4..7 read 7..15 and
  * average ramp values to 8, 10, 12, 14; output 0 reads 0..1 (1 and the
  * padding: 0.5). Then the tile errors, recorded for the status census. */
+/* The 1-D input box the tile input call filled is [start, start + size). */
+static void check_in_box(const char *what, const ap_tile *t, int64_t start, int64_t size) {
+    CHECK(t->in_start[0] == start && t->in_size[0] == size,
+          "[%s] %s input %lld + %lld, expected %lld + %lld", cur_isa, what,
+          (long long)t->in_start[0], (long long)t->in_size[0], (long long)start, (long long)size);
+}
+
 static void test_tiles(void) {
     const ap_tensor_desc whole = tensor(1, 1, 1, 20, 0, 0, AP_LAYOUT_NCHW);
     const ap_pool_desc d = pool(1, 3, 2, 1, 0);
@@ -934,8 +941,7 @@ static void test_tiles(void) {
     memset(&t, 0, sizeof t);
     t.out_start[0] = 4, t.out_size[0] = 4;
     CHECK_STATUS(ap_pool_tile_input(&d, &whole, &t), AP_OK);
-    CHECK(t.in_start[0] == 7 && t.in_size[0] == 9, "[%s] tile input %lld + %lld, expected 7 + 9",
-          cur_isa, (long long)t.in_start[0], (long long)t.in_size[0]);
+    check_in_box("tile", &t, 7, 9);
     float x[20], y[4];
     for (int i = 0; i < 20; ++i) x[i] = (float)i;
     CHECK_STATUS(ap_avgpool_tile(&d, &whole, AP_DTYPE_F32, &t, x + 7, y, 1), AP_OK);
@@ -944,8 +950,7 @@ static void test_tiles(void) {
     ap_tile first = t;
     first.out_start[0] = 0, first.out_size[0] = 1;
     CHECK_STATUS(ap_pool_tile_input(&d, &whole, &first), AP_OK);
-    CHECK(first.in_start[0] == 0 && first.in_size[0] == 2, "[%s] first tile input %lld + %lld",
-          cur_isa, (long long)first.in_start[0], (long long)first.in_size[0]);
+    check_in_box("first tile", &first, 0, 2);
     CHECK_STATUS(ap_avgpool_tile(&d, &whole, AP_DTYPE_F32, &first, x, y, 1), AP_OK);
     CHECK(y[0] == 0.5f, "[%s] first tile %g, expected 0.5", cur_isa, y[0]);
     /* adaptive 20 -> 3: windows [0, 7), [6, 14), [13, 20); the last two read 6..19 */
@@ -954,8 +959,7 @@ static void test_tiles(void) {
     memset(&at, 0, sizeof at);
     at.out_start[0] = 1, at.out_size[0] = 2;
     CHECK_STATUS(ap_adaptive_tile_input(&a, &whole, &at), AP_OK);
-    CHECK(at.in_start[0] == 6 && at.in_size[0] == 14, "[%s] adaptive tile input %lld + %lld",
-          cur_isa, (long long)at.in_start[0], (long long)at.in_size[0]);
+    check_in_box("adaptive tile", &at, 6, 14);
     CHECK_STATUS(ap_adaptive_avgpool_tile(&a, &whole, AP_DTYPE_F32, &at, x + 6, y, 1), AP_OK);
     CHECK(y[0] == 9.5f && y[1] == 16, "[%s] adaptive tile %g %g", cur_isa, y[0], y[1]);
     /* errors: output box empty or past the output, input box not the one read */
