@@ -30,6 +30,7 @@ from strategies import (
 
 da = pytest.importorskip("dask.array", reason="dask is a test extra")
 import avgpool.dask  # noqa: E402  (after the importorskip)
+from dask.core import get_dependencies  # noqa: E402
 
 
 def _chunks(draw, shape):
@@ -91,18 +92,51 @@ def test_task_memory_is_a_chunk_and_its_halo():
     """A 15 x 15 centred window on 256 x 256 chunks: every task's tile is its output chunk's
     share of the input plus a 7-wide halo on each side, never more."""
     x = da.zeros((1, 1, 1024, 1024), dtype=np.float32, chunks=(1, 1, 256, 256))
-    desc = avgpool.AveragePoolingDesc((15, 15), start_padding=(7, 7), end_padding=(7, 7))
-    lazy = avgpool.dask.average_pool(x, desc)
+    lazy = avgpool.dask.average_pool(x, _WINDOW_15)
     assert lazy.chunks == x.chunks
     layer = lazy.dask.layers[lazy.name]
-    tiles = [task[3] for key, task in layer.items() if key[0] == lazy.name]
-    assert len(tiles) == 16
+    tiles = [task[1] for key, task in layer.items() if key[0] == lazy.name]
+    assert len(tiles) == 16 and all(t[0].__name__ == "_gather" for t in tiles)
     # the halo comes as slices of the neighbouring chunks, 7 wide (corners 7 x 7)
     strips = [layer[key] for key in layer if key[0] != lazy.name]
     assert strips and all(task[0].__name__ == "getitem" for task in strips)
     assert all(min(s.stop - s.start for s in task[2][2:]) == 7 for task in strips)
-    assert max(t[2] for t in tiles) == 256 + 14 and min(t[2] for t in tiles) == 256 + 7
+    assert max(t[3][2] for t in tiles) == 256 + 14 and min(t[3][2] for t in tiles) == 256 + 7
     assert_same(lazy.compute(), np.zeros((1, 1, 1024, 1024), np.float32))
+
+
+_WINDOW_15 = avgpool.AveragePoolingDesc((15, 15), start_padding=(7, 7), end_padding=(7, 7))
+
+
+def test_zarr_source_is_read_per_tile():
+    """Chunks that are reads of one array-like (here zarr, as da.from_zarr and xarray.open_zarr
+    make them): each task reads its own tile, halo included, from the source, and depends on
+    nothing else, so no task holds a neighbour's chunk; the result is the whole call's."""
+    zarr = pytest.importorskip("zarr", reason="zarr is a test extra")
+    x = make_data(3, (1, 2, 300, 260), FLOAT32)
+    source = zarr.array(x, chunks=(1, 1, 64, 64))
+    dx = da.from_zarr(source)
+    lazy = avgpool.dask.average_pool(dx, _WINDOW_15)
+    layer = lazy.dask.layers[lazy.name]
+    assert all(key[0] == lazy.name for key in layer)  # no halo slices
+    graph = dict(lazy.dask)
+    deps = {frozenset(get_dependencies(graph, key)) for key in layer}
+    assert len(deps) == 1  # every task depends on one key: the source, not a chunk
+    (source,) = deps.pop()
+    assert not isinstance(source, tuple) and source in graph
+    reads = [task[1] for task in layer.values()]
+    assert len(reads) == lazy.npartitions and all(t[0].__name__ == "_read" for t in reads)
+    for key, task in layer.items():
+        box = task[1][4]  # the tile: its output chunk's rows / columns and 7 more on each side
+        for axis, s in zip((2, 3), box[2:]):
+            lo = sum(lazy.chunks[axis][:key[1 + axis]])
+            hi = lo + lazy.chunks[axis][key[1 + axis]]
+            assert (s.start, s.stop) == (max(lo - 7, 0), min(hi + 7, x.shape[axis]))
+    assert_same(lazy.compute(), avgpool.average_pool(x, _WINDOW_15))
+    # an in-memory dask array (chunks are data, not reads) takes the general path
+    general = avgpool.dask.average_pool(da.from_array(x, chunks=(1, 1, 64, 64)), _WINDOW_15)
+    assert any(key[0] != general.name for key in general.dask.layers[general.name])
+    assert_same(general.compute(), avgpool.average_pool(x, _WINDOW_15))
 
 
 def test_numpy_input_and_errors():

@@ -20,7 +20,8 @@ DIMS = ("t", "y", "x")
 @st.composite
 def data_arrays(draw):
     """A 1- to 3-D DataArray with coordinates, a non-dim coordinate and attrs; float32 or
-    float64 with NaN at a random fraction of positions; dask-backed half of the time."""
+    float64 with NaN at a random fraction of positions; backed by numpy, by dask, or by a zarr
+    store through xarray.open_zarr (whose chunks avgpool.dask reads straight from the store)."""
     ndim = draw(st.integers(1, 3))
     dims = draw(st.permutations(DIMS))[:ndim]
     shape = tuple(draw(st.integers(1, 12)) for _ in dims)
@@ -31,9 +32,21 @@ def data_arrays(draw):
     coords = {d: np.arange(n) * 1.5 + 3 for d, n in zip(dims, shape)}
     coords["label"] = ((dims[-1],), np.arange(shape[-1]) * 10.0)
     da = xr.DataArray(values, dims=dims, coords=coords, name="v", attrs={"units": "K"})
-    if draw(st.booleans()):
+    backing = draw(st.sampled_from(["numpy", "dask", "zarr"]))
+    if backing != "numpy":
         da = da.chunk({d: draw(st.integers(1, max(n, 1))) for d, n in zip(dims, shape)})
+    if backing == "zarr":
+        da = _through_zarr(da)
     return da
+
+
+def _through_zarr(da):
+    """da written to an in-memory zarr store and opened again, lazily (dask chunks that read
+    the store)."""
+    zarr = pytest.importorskip("zarr", reason="zarr is a test extra")
+    store = zarr.storage.MemoryStore()
+    da.to_dataset().to_zarr(store, consolidated=False)
+    return xr.open_zarr(store, consolidated=False)[da.name]
 
 
 def _windows(draw, da, dims, limit):
@@ -90,9 +103,12 @@ def test_chunking_does_not_change_the_result(isa):
     da = xr.DataArray(v, dims=("t", "y", "x"))
     whole = ax.rolling_mean(da, {"y": 5, "x": 4}, center=True, min_periods=3)
     for chunks in ({"y": 7, "x": 5}, {"t": 1, "y": 40, "x": 11}, {"y": 13}):
-        chunked = ax.rolling_mean(da.chunk(chunks), {"y": 5, "x": 4}, center=True,
-                                  min_periods=3).compute()
-        np.testing.assert_array_equal(chunked.values, whole.values)
+        for lazy in (da.chunk(chunks), _through_zarr(da.rename("v").chunk(chunks))):
+            chunked = ax.rolling_mean(lazy, {"y": 5, "x": 4}, center=True, min_periods=3)
+            if lazy.name == "v":  # from zarr: every task reads its tile from the store
+                tasks = chunked.data.dask.layers[chunked.data.name].values()
+                assert all(task[1][0].__name__ == "_read" for task in tasks)
+            np.testing.assert_array_equal(chunked.compute().values, whole.values)
 
 
 def test_integer_data_and_errors():

@@ -266,6 +266,18 @@ def _shape_entry(v: Any) -> int:
         raise TypeError(f"input_shape must hold ints, got {v!r}") from None
 
 
+def _on_axes(x: np.ndarray, axes: Sequence[int], run: Any) -> np.ndarray:
+    """``run`` on ``x`` seen as (N, 1, pooled axes...): ``axes`` moved last in their order and
+    every other axis folded into N; the result unfolded back to x's axis order. How
+    avgpool.xarray pools named dims of an array of any rank."""
+    k = len(axes)
+    ends = tuple(range(-k, 0))
+    moved = np.moveaxis(x, axes, ends)
+    lead = moved.shape[:-k]
+    y: np.ndarray = run(moved.reshape((int(np.prod(lead)), 1) + moved.shape[-k:]))
+    return np.moveaxis(y.reshape(lead + y.shape[2:]), ends, axes)
+
+
 def _any_desc(desc: Any) -> Union[AveragePoolingDesc, AdaptiveAveragePoolingDesc]:
     """A windowed or adaptive descriptor; a sequence of ints is adaptive output sizes."""
     if isinstance(desc, (AveragePoolingDesc, AdaptiveAveragePoolingDesc)):

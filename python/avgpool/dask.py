@@ -26,7 +26,7 @@ import numpy as np
 from dask.highlevelgraph import HighLevelGraph
 from dask.base import tokenize
 
-from ._api import _any_desc, _shape_tuple, pool_tile, tile_input_region
+from ._api import _any_desc, _on_axes, _shape_tuple, pool_tile, tile_input_region
 from ._desc import AdaptiveAveragePoolingDesc, AveragePoolingDesc
 
 __all__ = ["average_pool", "adaptive_average_pool", "global_average_pool"]
@@ -129,49 +129,119 @@ def _output_chunks(desc: Desc, axis: int, n_in: int, n_out: int,
     return tuple(b - a for a, b in zip(cuts, cuts[1:]) if b > a)
 
 
-def _pool(x: Any, desc: Desc, layout: str, num_threads: Optional[int]) -> da.Array:
+def _pool(x: Any, desc: Desc, layout: Optional[str], num_threads: Optional[int],
+          pooled: Optional[Sequence[int]] = None) -> da.Array:
+    """The graph of :func:`average_pool` / :func:`adaptive_average_pool`. With ``pooled`` (for
+    :mod:`avgpool.xarray`), those axes of an array of any rank are pooled, in the descriptor's
+    axis order, and every other axis is a batch axis; ``layout`` is then None."""
     arr = da.asarray(x)
-    axes = _spatial_axes(arr.ndim, layout, "x")
-    if len(axes) != desc.rank:
-        raise ValueError(f"x: the descriptor has {desc.rank} spatial axes, so x must have "
-                         f"{desc.rank + 2} dimensions, got shape {arr.shape}")
+    if pooled is None:
+        axes = _spatial_axes(arr.ndim, cast(str, layout), "x")
+        if len(axes) != desc.rank:
+            raise ValueError(f"x: the descriptor has {desc.rank} spatial axes, so x must have "
+                             f"{desc.rank + 2} dimensions, got shape {arr.shape}")
+    else:
+        axes = pooled = tuple(pooled)
     if any(n != n for n in arr.shape):  # NaN: dask's unknown size
         raise ValueError("x: chunk sizes must be known (call compute_chunk_sizes() first)")
-    whole = _shape_tuple(arr.shape)
-    out_shape = desc.output_shape(whole, layout)  # validates desc against the whole shape
+    shape = _shape_tuple(arr.shape)
+    # the whole array as pool_tile sees it: the array itself, or N = C = 1 and the pooled axes
+    whole = shape if pooled is None else (1, 1) + tuple(shape[a] for a in axes)
+    tile_axes = axes if pooled is None else tuple(range(2, 2 + len(axes)))
+    tile_layout = layout if pooled is None else "NCHW"
+    whole_out = desc.output_shape(whole, tile_layout)  # validates desc against the whole shape
+    out_shape = list(shape)
+    for a, t in zip(axes, tile_axes):
+        out_shape[a] = whole_out[t]
 
     in_bounds = [_bounds(c) for c in arr.chunks]
     out_chunks = list(arr.chunks)
     for i, a in enumerate(axes):
-        out_chunks[a] = _output_chunks(desc, i, whole[a], out_shape[a], in_bounds[a])
+        out_chunks[a] = _output_chunks(desc, i, shape[a], out_shape[a], in_bounds[a])
     out_bounds = [_bounds(c) for c in out_chunks]
 
-    name = "avgpool-" + tokenize(arr, desc, layout, num_threads)
+    reader = _region_reader(arr)
+    name = "avgpool-" + tokenize(arr, desc, layout, num_threads, pooled)
     dsk: Dict[Any, Any] = {}
     for index in itertools.product(*(range(len(c)) for c in out_chunks)):
         box = [(out_bounds[d][i], out_bounds[d][i + 1]) for d, i in enumerate(index)]
-        region = tile_input_region(desc, whole, [box[a] for a in axes], layout=layout)
-        in_box = [(lo, hi) for lo, hi in box]
+        out_region = tuple(box[a] for a in axes)
+        region = tile_input_region(desc, whole, list(out_region), layout=tile_layout)
+        in_box = list(box)
         for a, r in zip(axes, region):
             in_box[a] = (r.start, r.stop)
-        keys, src, dst = _pieces(arr.name, in_bounds, in_box)
-        # the parts of neighbouring chunks (the halo) come as slices of their own, so that a
-        # task holds its chunk and thin strips, not every chunk it touches
-        pieces = []
-        for j, (key, sl) in enumerate(zip(keys, src)):
-            shape = _chunk_shape(arr.chunks, key[1:])
-            if all(s.start == 0 and s.stop == n for s, n in zip(sl, shape)):
-                pieces.append(key)
-            else:
-                piece = (name + "-halo",) + index + (j,)
-                dsk[piece] = (operator.getitem, key, sl)
-                pieces.append(piece)
-        tile_shape = tuple(hi - lo for lo, hi in in_box)
-        dsk[(name,) + index] = (_pool_block, pieces, dst, tile_shape, arr.dtype, desc, whole,
-                                tuple(box[a] for a in axes), layout, num_threads)
+        if reader is not None:
+            # the source is read once per task, exactly the tile: no task waits for or holds
+            # a neighbour's chunk
+            source, getter, kwargs = reader
+            tile: Any = (_read, source, getter, kwargs, tuple(slice(lo, hi) for lo, hi in in_box))
+        else:
+            tile = _gather_task(dsk, name, index, arr, in_bounds, in_box)
+        dsk[(name,) + index] = (_pool_block, tile, desc, whole, out_region, pooled, tile_layout,
+                                num_threads)
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=[arr])
     return da.Array(graph, name, chunks=tuple(out_chunks), dtype=arr.dtype,
                     meta=np.empty((0,) * arr.ndim, arr.dtype))
+
+
+def _gather_task(dsk: Dict[Any, Any], name: str, index: Tuple[int, ...], arr: da.Array,
+                 in_bounds: List[List[int]], in_box: List[Tuple[int, int]]) -> Any:
+    """The task that assembles a tile from the input chunks it overlaps. The parts of
+    neighbouring chunks (the halo) come as slices of their own, so that the task holds its
+    chunk and thin strips, not every chunk it touches."""
+    keys, src, dst = _pieces(arr.name, in_bounds, in_box)
+    pieces = []
+    for j, (key, sl) in enumerate(zip(keys, src)):
+        shape = _chunk_shape(arr.chunks, key[1:])
+        if all(s.start == 0 and s.stop == n for s, n in zip(sl, shape)):
+            pieces.append(key)
+        else:
+            piece = (name + "-halo",) + index + (j,)
+            dsk[piece] = (operator.getitem, key, sl)
+            pieces.append(piece)
+    tile_shape = tuple(hi - lo for lo, hi in in_box)
+    return (_gather, pieces, dst, tile_shape, arr.dtype)
+
+
+def _region_reader(arr: da.Array) -> Optional[Tuple[Any, Any, Tuple[Tuple[str, Any], ...]]]:
+    """(source key, getter, keyword arguments) when every chunk of ``arr`` is one
+    ``getter(source, chunk's slices)`` call on one source (``da.from_zarr``,
+    ``xarray.open_zarr``, ``da.from_array`` of a lazy array-like), else None.
+
+    Then a task can read its tile, halo included, from the source with one call, as dask's
+    own slicing of such arrays reads only what it needs. This looks at dask's task objects
+    (``dask._task_spec``); any other graph, or another version's, takes the general path.
+    """
+    try:
+        from dask._task_spec import DataNode, Task, TaskRef
+        from dask.array.core import getter, getter_inline, getter_nofancy
+
+        layer = arr.dask.layers[arr.name]
+        source = None
+        for index in itertools.product(*(range(len(c)) for c in arr.chunks)):
+            task = layer[(arr.name,) + index]
+            if (not isinstance(task, Task) or task.func not in (getter, getter_nofancy,
+                                                                getter_inline)
+                    or len(task.args) != 2 or not isinstance(task.args[0], TaskRef)
+                    or not isinstance(task.args[1], DataNode)):
+                return None
+            ref = task.args[0].key
+            if source is None:
+                source, func = ref, task.func
+                kwargs = []
+                for k, v in task.kwargs.items():
+                    if not isinstance(v, DataNode):
+                        return None
+                    kwargs.append((k, v.value))
+            if ref != source or task.func is not func:
+                return None
+            want = tuple(slice(b[i], b[i + 1]) for b, i in
+                         zip((_bounds(c) for c in arr.chunks), index))
+            if tuple(task.args[1].value) != want:
+                return None
+        return source, func, tuple(kwargs)
+    except Exception:  # another dask's graph objects: the general path is always right
+        return None
 
 
 def _pieces(name: str, bounds: List[List[int]], box: List[Tuple[int, int]]
@@ -200,15 +270,29 @@ def _chunk_shape(chunks: Tuple[Tuple[int, ...], ...], index: Tuple[int, ...]) ->
     return tuple(c[i] for c, i in zip(chunks, index))
 
 
-def _pool_block(pieces: List[np.ndarray], dst: List[Tuple[slice, ...]],
-                tile_shape: Tuple[int, ...], dtype: np.dtype, desc: Desc,
-                whole: Tuple[int, ...], out_region: Tuple[Tuple[int, int], ...], layout: str,
-                num_threads: Optional[int]) -> np.ndarray:
-    """One output chunk: gather its tile from the pieces of the input chunks, pool it."""
+def _read(source: Any, getter: Any, kwargs: Tuple[Tuple[str, Any], ...],
+          box: Tuple[slice, ...]) -> np.ndarray:
+    """One tile read straight from the source array (halo included)."""
+    return np.asarray(getter(source, box, **dict(kwargs)))
+
+
+def _gather(pieces: List[np.ndarray], dst: List[Tuple[slice, ...]],
+            tile_shape: Tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """A tile assembled from the pieces of the input chunks it overlaps."""
     if len(pieces) == 1 and np.asarray(pieces[0]).shape == tile_shape:
-        tile = np.asarray(pieces[0])
-    else:
-        tile = np.empty(tile_shape, dtype)
-        for piece, d in zip(pieces, dst):
-            tile[d] = piece
-    return pool_tile(tile, desc, whole, out_region, layout=layout, num_threads=num_threads)
+        return np.asarray(pieces[0])
+    tile = np.empty(tile_shape, dtype)
+    for piece, d in zip(pieces, dst):
+        tile[d] = piece
+    return tile
+
+
+def _pool_block(tile: np.ndarray, desc: Desc, whole: Tuple[int, ...],
+                out_region: Tuple[Tuple[int, int], ...], pooled: Optional[Sequence[int]],
+                layout: str, num_threads: Optional[int]) -> np.ndarray:
+    """One output chunk from its tile. With ``pooled`` axes, the other axes are folded into N
+    (C = 1) for the call and unfolded after it."""
+    if pooled is None:
+        return pool_tile(tile, desc, whole, out_region, layout=layout, num_threads=num_threads)
+    return _on_axes(tile, pooled, lambda t: pool_tile(t, desc, whole, out_region, layout=layout,
+                                                      num_threads=num_threads))

@@ -22,7 +22,7 @@ from typing import Any, Dict, Hashable, Literal, Mapping, Optional, Tuple, Union
 import numpy as np
 import xarray as xr
 
-from ._api import average_pool
+from ._api import _on_axes, average_pool
 from ._desc import AveragePoolingDesc
 
 __all__ = ["coarsen_mean", "rolling_mean"]
@@ -116,27 +116,18 @@ def _check_windows(da: Any, windows: Any, name: str) -> Dict[Hashable, int]:
 
 
 def _pool(da: xr.DataArray, dims: Tuple[Hashable, ...], desc: AveragePoolingDesc) -> Any:
-    """Pool the named dims of da's data (numpy or dask) with desc; back in da's dim order."""
-    others = [d for d in da.dims if d not in dims]
-    order = others + list(dims)
-    data = da.transpose(*order).data
-    dtype = data.dtype
-    if dtype.kind != "f" or dtype.itemsize < 2:  # xarray's mean of integers and bools: float64
+    """Pool the named dims of da's data (numpy or dask) with desc; in da's dim order."""
+    axes = [da.get_axis_num(d) for d in dims]
+    data = da.data
+    if data.dtype.kind != "f" or data.dtype.itemsize < 2:  # xarray's mean of ints, bools: float64
         data = data.astype(np.float64)
-    lead = tuple(da.sizes[d] for d in others)
-    spatial = tuple(da.sizes[d] for d in dims)
-    n = math.prod(lead)
-    x = data.reshape((n, 1) + spatial)
-    if _is_dask(x):
+    if _is_dask(data):
         from . import dask as avgpool_dask
 
-        y = avgpool_dask.average_pool(x, desc)
-    else:
-        y = average_pool(np.asarray(x), desc)
-    y = y.reshape(lead + y.shape[2:])
-    # back to da's dim order
-    perm = [order.index(d) for d in da.dims]
-    return y.transpose(perm)
+        # the named axes pooled where they are, the others batch axes: the graph starts from
+        # da's own chunks (read straight from a zarr source, when that is what they are)
+        return avgpool_dask._pool(data, desc, None, 1, axes)
+    return _on_axes(np.asarray(data), axes, lambda x: average_pool(x, desc))
 
 
 def _is_dask(x: Any) -> bool:
