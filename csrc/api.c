@@ -48,7 +48,9 @@ ap_status ap_operator_run(const ap_operator *op, const void *x, void *y) {
     const int64_t n_out = plan->batch * plan->channels * plan->out_plane;
     if ((n_in > 0 && !x) || (n_out > 0 && !y)) return AP_ERR_NULL_POINTER;
     if (n_out == 0) return AP_OK;
-    if (plan->nan_omit && plan->path != AP_PATH_SCALAR && plan->path != AP_PATH_SCALAR_FALLBACK)
+    /* omit: the scalar kernels and the box path skip NaN themselves */
+    if (plan->nan_omit && plan->path != AP_PATH_SCALAR && plan->path != AP_PATH_SCALAR_FALLBACK &&
+        !ap_box_counts_fit(plan))
         return ap_omit_run(plan, op->table, x, y);
     return op->kernel(plan, x, y);
 }

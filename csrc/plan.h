@@ -117,6 +117,19 @@ ap_path ap_choose_path(ap_plan *plan, int lanes, char *why, size_t why_len);
  * whole 'same' planes, becomes rows-s1, whose sums are the same. */
 ap_path ap_choose_tile_path(ap_plan *plan, const ap_plan *whole, int lanes);
 
+/* Whether the box path can carry its inputs' non-finite values as counts
+ * (simd_box.inc): the NaN, +inf and -inf taps of a window each fewer than
+ * 2^AP_BOX_FIELD_BITS, and every row prefix sum of the packed counts below
+ * 2^53. Then the box path runs nan_policy omit itself, and inf or NaN in a
+ * row costs no direct sums. */
+#define AP_BOX_SEGMENT 512 /* outputs per prefix-sum restart (simd_box.inc) */
+#define AP_BOX_FIELD_BITS 17
+static inline int ap_box_counts_fit(const ap_plan *p) {
+    const int64_t kd = p->axis[0].window, kh = p->axis[1].window, kw = p->axis[2].window;
+    return p->path == AP_PATH_BOX && kd * kh * kw < (INT64_C(1) << AP_BOX_FIELD_BITS) &&
+           (AP_BOX_SEGMENT + kw + 1) * kh * kd < (INT64_C(1) << (53 - 2 * AP_BOX_FIELD_BITS));
+}
+
 /* Overflow-checked int64 arithmetic: return 0 and store the result, or
  * return 1 on overflow. */
 static inline int ap_mul_overflow(int64_t a, int64_t b, int64_t *r) {

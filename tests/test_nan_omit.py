@@ -3,6 +3,8 @@ reference of tests/reference.py, on every kernel path: the scalar kernels skip N
 paths sum the NaN-free input and the NaN indicator with their vector kernels (csrc/nan_omit.c).
 """
 
+import functools
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -105,6 +107,57 @@ def test_omit_without_nan_is_the_plain_mean(dtype, layout):
         y[:, [0, 0, -1, -1], [0, -1, 0, -1], :])
     assert np.isnan(corners).all()  # 4 valid positions < 5
     assert not np.isnan(y[:, :, 1:-1, 1:-1] if layout == "NCHW" else y[:, 1:-1, 1:-1]).any()
+
+
+# Box-path windows (more than 16 taps, stride 1): their running float64 sums carry NaN and
+# +-inf as counts beside the finite sums (csrc/kernels/simd_box.inc); a row of more than 2048
+# outputs restarts its prefix sums. The last case has too many rows in a window for exact
+# counts: propagate sums such rows directly, omit goes through nan_omit.c.
+BOX_CASES = [
+    ("NCHW", (1, 1, 24, 20), dict(window_size=(11, 11), start_padding=(5, 5), end_padding=(5, 5))),
+    ("NCHW", (1, 1, 1, 2100), dict(window_size=(1, 20), start_padding=(0, 9),
+                                   end_padding=(0, 10), include_padding=True)),
+    ("NCHW", (1, 2, 4, 20, 30), dict(window_size=(2, 9, 9), strides=(2, 1, 1))),
+    ("NHWC", (1, 20, 24, 3), dict(window_size=(9, 9), start_padding=(4, 4), end_padding=(4, 4))),
+    ("NHWC", (2, 30, 25, 7), dict(window_size=(5, 5), start_padding=(3, 3), end_padding=(1, 1),
+                                  divisor_override=-7)),
+    ("NCHW", (1, 1, 1036, 4), dict(window_size=(1030, 2), end_padding=(1, 0))),
+]
+
+
+@functools.lru_cache(maxsize=None)
+def _box_case(i, policy):
+    """Case i's inputs (NaN scattered and in a whole row and column; then also +-inf) and
+    their float64 references, computed once for every kernel path."""
+    layout, shape, kw = BOX_CASES[i]
+    rng = np.random.default_rng(i)
+    x = rng.standard_normal(shape).astype(np.float32)
+    x[rng.random(shape) < 0.01] = np.nan
+    h, w = (2, 3) if layout == "NCHW" else (1, 2)
+    x[(slice(None),) * h + (shape[h] // 3,)] = np.nan
+    x[(slice(None),) * w + (shape[w] // 2,)] = np.nan
+    with_inf = x.copy()
+    with_inf[rng.random(shape) < 0.003] = np.inf
+    with_inf[rng.random(shape) < 0.003] = -np.inf
+    args = dict(kw)
+    window = args.pop("window_size")
+    return [(data, _refs(ref_average_pool, data, window, layout=layout, nan_policy=policy,
+                         min_count=3, **args)) for data in (x, with_inf)]
+
+
+@pytest.mark.parametrize("policy", ["propagate", "omit"])
+@pytest.mark.parametrize("i", range(len(BOX_CASES)), ids=[f"box{i}" for i in range(len(BOX_CASES))])
+def test_box_path_counts_nan_and_inf(i, policy, isa):
+    """NaN and +-inf on the box path, each policy, against the float64 reference: NaN, +-inf
+    and values where the reference has them."""
+    layout, shape, kw = BOX_CASES[i]
+    desc = avgpool.AveragePoolingDesc(**kw, nan_policy=policy, min_count=3)
+    if isa != "scalar":
+        assert "box" in avgpool.explain(desc, shape, layout=layout)
+    for data, (ref, ref_abs) in _box_case(i, policy):
+        y = avgpool.average_pool(data, desc, layout=layout)
+        assert np.array_equal(np.isnan(y), np.isnan(ref))
+        _assert_omit(y, ref, ref_abs, data.dtype)
 
 
 def test_omit_by_hand():

@@ -6,7 +6,7 @@ peers, not equal results).
 A float32 raster with 1 % NaN (8 GiB by default, ``--scale-gib``) is written as zarr (no
 compression, 4096 x 4096 chunks of 64 MiB) by a LocalCluster of 2 single-threaded worker
 processes with a memory limit; each method then reads it, computes, and writes its result as
-zarr, on a freshly restarted cluster. Per method: wall time, and each worker's peak resident
+zarr, on a cluster of its own (fresh worker processes). Per method: wall time, and each worker's peak resident
 memory above its idle size, in chunks. avgpool's results are compared with xarray's (NaN at
 the same places, values within float32 rounding). A method still running at the timeout is
 reported as such, not timed.
@@ -67,18 +67,23 @@ def run_scale_out(gib: float, workdir: Optional[str] = None, timeout_s: float = 
     root = tempfile.mkdtemp(prefix="avgpool-scale-", dir=workdir)
     result: Dict[str, Any] = {"gib": side * side * 4 / 2**30, "side": side, "chunk": CHUNK,
                               "workers": 2, "memory_limit": memory_limit, "rows": []}
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                           memory_limit=memory_limit, dashboard_address=None)
-    client = Client(cluster)
+
+    def cluster() -> Any:
+        return LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                            memory_limit=memory_limit, dashboard_address=None)
+
     try:
         with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
             t0 = time.perf_counter()
+            write = Client(cluster())
             rng = da.random.default_rng(0)
             x = rng.random((side, side), dtype=np.float32, chunks=CHUNK)
             x = da.where(rng.random((side, side), chunks=CHUNK) < 0.01, np.float32(np.nan), x)
             xr.DataArray(x, dims=("y", "x"), name="v").to_dataset().to_zarr(
                 os.path.join(root, "raster.zarr"), mode="w", consolidated=False,
                 encoding={"v": {"compressors": None}})
+            write.close()
+            write.cluster.close()
             result["write_s"] = time.perf_counter() - t0
 
             def raster() -> Any:
@@ -104,19 +109,18 @@ def run_scale_out(gib: float, workdir: Optional[str] = None, timeout_s: float = 
                 ("rolling 15x15", "map_overlap + OpenCV boxFilter", overlap(_box_opencv)),
             ]
             for case, name, fn in methods:
-                result["rows"].append(_run_one(client, wait, root, case, name, fn, raster,
-                                               timeout_s))
+                # a cluster per method: fresh workers (a stopped method's may hang in a task)
+                with cluster() as c, Client(c) as client:
+                    result["rows"].append(_run_one(client, wait, root, case, name, fn, raster,
+                                                   timeout_s))
             _compare(result, root, da)
     finally:
-        client.close()
-        cluster.close()
         shutil.rmtree(root, ignore_errors=True)
     return result
 
 
 def _run_one(client: Any, wait: Callable, root: str, case: str, name: str, fn: Callable,
              raster: Callable, timeout_s: float) -> Dict[str, Any]:
-    client.restart()
     idle = max(client.run(_peak_rss_mib).values())
     out = os.path.join(root, f"{case}-{name}.zarr".replace(" ", "_").replace("/", "_"))
     row: Dict[str, Any] = {"case": case, "method": name, "path": out, "idle_mib": idle}
