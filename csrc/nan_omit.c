@@ -47,12 +47,31 @@ static void ap_omit_store(const ap_plan *p, void *y, int64_t i, float v) {
 
 static void ap_omit_split(void *arg, int64_t lo, int64_t hi) {
     const ap_omit_ctx *c = arg;
+    float *restrict clean = c->clean, *restrict nan = c->nan;
+    if (c->p->dtype == AP_DTYPE_F32) { /* one flat loop, vectorized */
+        const float *restrict x = (const float *)c->x;
+        for (int64_t i = lo; i < hi; ++i) {
+            const float v = x[i];
+            clean[i] = v != v ? 0.0f : v;
+            nan[i] = v != v ? 1.0f : 0.0f;
+        }
+        return;
+    }
     for (int64_t i = lo; i < hi; ++i) {
         const float v = ap_omit_load(c->p, c->x, i);
         const int is_nan = v != v;
-        c->clean[i] = is_nan ? 0.0f : v;
-        c->nan[i] = is_nan ? 1.0f : 0.0f;
+        clean[i] = is_nan ? 0.0f : v;
+        nan[i] = is_nan ? 1.0f : 0.0f;
     }
+}
+
+/* A window's omit-mean: sum over its non-NaN taps, m its NaN taps, divisor
+ * and taps its divisor and valid taps (as ap_mean_ of scalar_impl.inc). */
+static inline float ap_omit_mean(const ap_plan *p, float sum, float m, double divisor,
+                                 double taps) {
+    const float d = p->divisor_override != 0 ? (float)p->divisor_override
+                                             : (float)(divisor - (double)m);
+    return taps - (double)m < (double)p->min_count || d == 0.0f ? NAN : sum / d;
 }
 
 /* output rows lo .. hi of the group: (unit, od, oh), each OW x lanes */
@@ -60,23 +79,26 @@ static void ap_omit_finish(void *arg, int64_t lo, int64_t hi) {
     const ap_omit_ctx *c = arg;
     const ap_plan *p = c->p;
     const ap_axis_plan *ad = &p->axis[0], *ah = &p->axis[1], *aw = &p->axis[2];
+    const int64_t OW = aw->out, lanes = c->lanes;
     for (int64_t r = lo; r < hi; ++r) {
         const int64_t od = (r / ah->out) % ad->out, oh = r % ah->out;
-        for (int64_t ow = 0; ow < aw->out; ++ow) {
-            const int64_t divisor = ap_plan_divisor(p, od, oh, ow);
-            const int64_t taps = ad->taps[od] * ah->taps[oh] * aw->taps[ow];
-            const int64_t base = (r * aw->out + ow) * c->lanes;
-            for (int64_t l = 0; l < c->lanes; ++l) {
-                const int64_t m = (int64_t)c->nans[base + l];
-                float v;
-                if (taps - m < p->min_count)
-                    v = NAN;
-                else if (p->divisor_override != 0)
-                    v = c->sum[base + l] / (float)p->divisor_override;
-                else
-                    v = divisor - m == 0 ? NAN : c->sum[base + l] / (float)(divisor - m);
-                ap_omit_store(p, c->y, base + l, v);
-            }
+        const double dh = (double)(ad->count[od] * ah->count[oh]);
+        const double th = (double)(ad->taps[od] * ah->taps[oh]);
+        const float *restrict sum = c->sum + r * OW * lanes, *restrict nans = c->nans + r * OW * lanes;
+        if (p->dtype == AP_DTYPE_F32 && lanes == 1) { /* one flat loop, vectorized */
+            float *restrict y = (float *)c->y + r * OW;
+            for (int64_t ow = 0; ow < OW; ++ow)
+                y[ow] = ap_omit_mean(p, sum[ow], nans[ow], dh * (double)aw->count[ow],
+                                     th * (double)aw->taps[ow]);
+            continue;
+        }
+        for (int64_t ow = 0; ow < OW; ++ow) {
+            const double divisor = dh * (double)aw->count[ow], taps = th * (double)aw->taps[ow];
+            const int64_t base = (r * OW + ow) * lanes;
+            for (int64_t l = 0; l < lanes; ++l)
+                ap_omit_store(p, c->y, base + l,
+                              ap_omit_mean(p, sum[ow * lanes + l], nans[ow * lanes + l], divisor,
+                                           taps));
         }
     }
 }
