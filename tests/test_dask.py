@@ -127,11 +127,16 @@ def test_zarr_source_is_read_per_tile():
     reads = [task[1] for task in layer.values()]
     assert len(reads) == lazy.npartitions and all(t[0].__name__ == "_read" for t in reads)
     for key, task in layer.items():
-        box = task[1][4]  # the tile: its output chunk's rows / columns and 7 more on each side
-        for axis, s in zip((2, 3), box[2:]):
+        # the tile: its output chunk's rows / columns and 7 more on each side, read in one
+        # part per input chunk it overlaps (at most 3 x 3 here)
+        parts = task[1][6]
+        assert 1 <= len(parts) <= 9
+        for axis in (2, 3):
             lo = sum(lazy.chunks[axis][:key[1 + axis]])
             hi = lo + lazy.chunks[axis][key[1 + axis]]
-            assert (s.start, s.stop) == (max(lo - 7, 0), min(hi + 7, x.shape[axis]))
+            read = (min(w[axis].start for w, _ in parts), max(w[axis].stop for w, _ in parts))
+            assert read == (max(lo - 7, 0), min(hi + 7, x.shape[axis]))
+        assert sum(np.prod([s.stop - s.start for s in w]) for w, _ in parts) == np.prod(task[1][4])
     assert_same(lazy.compute(), avgpool.average_pool(x, _WINDOW_15))
     # an in-memory dask array (chunks are data, not reads) takes the general path
     general = avgpool.dask.average_pool(da.from_array(x, chunks=(1, 1, 64, 64)), _WINDOW_15)

@@ -171,10 +171,15 @@ def _pool(x: Any, desc: Desc, layout: Optional[str], num_threads: Optional[int],
         for a, r in zip(axes, region):
             in_box[a] = (r.start, r.stop)
         if reader is not None:
-            # the source is read once per task, exactly the tile: no task waits for or holds
-            # a neighbour's chunk
+            # each task reads its tile from the source: no task waits for or holds a
+            # neighbour's chunk. One read per input chunk the tile overlaps, so that a store
+            # that reads whole chunks (zarr) holds one of them at a time
             source, getter, kwargs = reader
-            tile: Any = (_read, source, getter, kwargs, tuple(slice(lo, hi) for lo, hi in in_box))
+            _, src, dst = _pieces(arr.name, in_bounds, in_box)
+            parts = tuple((tuple(slice(lo + s.start, lo + s.stop) for (lo, _), s in
+                                 zip(in_box, d)), d) for s, d in zip(src, dst))
+            tile: Any = (_read, source, getter, kwargs, tuple(hi - lo for lo, hi in in_box),
+                         arr.dtype, parts)
         else:
             tile = _gather_task(dsk, name, index, arr, in_bounds, in_box)
         dsk[(name,) + index] = (_pool_block, tile, desc, whole, out_region, pooled, tile_layout,
@@ -271,9 +276,16 @@ def _chunk_shape(chunks: Tuple[Tuple[int, ...], ...], index: Tuple[int, ...]) ->
 
 
 def _read(source: Any, getter: Any, kwargs: Tuple[Tuple[str, Any], ...],
-          box: Tuple[slice, ...]) -> np.ndarray:
-    """One tile read straight from the source array (halo included)."""
-    return np.asarray(getter(source, box, **dict(kwargs)))
+          tile_shape: Tuple[int, ...], dtype: np.dtype,
+          parts: Tuple[Tuple[Tuple[slice, ...], Tuple[slice, ...]], ...]) -> np.ndarray:
+    """A tile read straight from the source array: each part (the source's slices, where they
+    go in the tile) with one getter call."""
+    if len(parts) == 1:
+        return np.asarray(getter(source, parts[0][0], **dict(kwargs)))
+    tile = np.empty(tile_shape, dtype)
+    for where, d in parts:
+        tile[d] = getter(source, where, **dict(kwargs))
+    return tile
 
 
 def _gather(pieces: List[np.ndarray], dst: List[Tuple[slice, ...]],
