@@ -1,9 +1,10 @@
 """Pooling of dask arrays: one task per output chunk, each a tile of the whole array.
 
 Every output chunk is pooled by :func:`avgpool.pool_tile` from the input box its windows read
-(the chunk's own input and the halo around it, gathered from the input chunks that hold it), so
-padding, divisors and ceil-rule or adaptive windows are those of the whole array and the result
-does not depend on the chunking. The graph is ordinary dask: it runs on the threaded scheduler,
+(the chunk's own input and the halo around it, gathered from the input chunks that hold it, or
+read straight from the store when the chunks are reads of one, as ``da.from_zarr`` and
+``xarray.open_zarr`` make them), so padding, divisors and ceil-rule or adaptive windows are those
+of the whole array and the result does not depend on the chunking. The graph is ordinary dask: it runs on the threaded scheduler,
 on processes, or on a ``dask.distributed`` cluster (descriptors pickle).
 
 >>> import dask.array as da, numpy as np, avgpool, avgpool.dask
@@ -175,9 +176,9 @@ def _pool(x: Any, desc: Desc, layout: Optional[str], num_threads: Optional[int],
             # neighbour's chunk. One read per input chunk the tile overlaps, so that a store
             # that reads whole chunks (zarr) holds one of them at a time
             source, getter, kwargs = reader
-            _, src, dst = _pieces(arr.name, in_bounds, in_box)
-            parts = tuple((tuple(slice(lo + s.start, lo + s.stop) for (lo, _), s in
-                                 zip(in_box, d)), d) for s, d in zip(src, dst))
+            dst = _pieces(arr.name, in_bounds, in_box)[2]  # each part's place in the tile
+            parts = tuple((tuple(slice(lo + t.start, lo + t.stop) for (lo, _), t in
+                                 zip(in_box, d)), d) for d in dst)
             tile: Any = (_read, source, getter, kwargs, tuple(hi - lo for lo, hi in in_box),
                          arr.dtype, parts)
         else:
@@ -213,8 +214,8 @@ def _region_reader(arr: da.Array) -> Optional[Tuple[Any, Any, Tuple[Tuple[str, A
     ``getter(source, chunk's slices)`` call on one source (``da.from_zarr``,
     ``xarray.open_zarr``, ``da.from_array`` of a lazy array-like), else None.
 
-    Then a task can read its tile, halo included, from the source with one call, as dask's
-    own slicing of such arrays reads only what it needs. This looks at dask's task objects
+    Then a task can read its tile, halo included, from the source (one call per input chunk
+    it overlaps) instead of waiting for its neighbours' chunks. This looks at dask's task objects
     (``dask._task_spec``); any other graph, or another version's, takes the general path.
     """
     try:
