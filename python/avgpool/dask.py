@@ -149,7 +149,7 @@ def _pool(x: Any, desc: Desc, layout: Optional[str], num_threads: Optional[int],
     # the whole array as pool_tile sees it: the array itself, or N = C = 1 and the pooled axes
     whole = shape if pooled is None else (1, 1) + tuple(shape[a] for a in axes)
     tile_axes = axes if pooled is None else tuple(range(2, 2 + len(axes)))
-    tile_layout = layout if pooled is None else "NCHW"
+    tile_layout = cast(str, layout) if pooled is None else "NCHW"
     whole_out = desc.output_shape(whole, tile_layout)  # validates desc against the whole shape
     out_shape = list(shape)
     for a, t in zip(axes, tile_axes):
