@@ -111,15 +111,10 @@ static ap_status ap_tile_run(ap_plan *whole, ap_status planned, const ap_tensor_
         ap_choose_path(whole, lanes, NULL, 0);
         ap_choose_tile_path(&op.plan, whole, lanes);
     }
-    /* A box of windows lying wholly past the input's end reads one input
-     * position before them (pad_begin < 0): its outputs sum no tap, and the
-     * scalar kernels, which read the taps tables only, give them. */
-    for (int a = 0; a < 3; ++a)
-        if (s == AP_OK && op.plan.axis[a].pad_begin < 0) {
-            op.plan.path = AP_PATH_SCALAR;
-            op.table = &ap_kernels_scalar;
-            op.kernel = ap_kernels_scalar.pool[op.plan.layout][op.plan.dtype];
-        }
+    if (s == AP_OK) { /* windows wholly past the input's end: the scalar kernels */
+        op.table = ap_tile_table(&op.plan, op.table);
+        op.kernel = op.table->pool[op.plan.layout][op.plan.dtype];
+    }
     if (s == AP_OK) s = ap_operator_run(&op, x, y);
     ap_plan_free(&op.plan);
     return s;

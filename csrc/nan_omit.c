@@ -6,8 +6,9 @@
  * any summation order). So the vector kernels of every path compute both,
  * as float32 window sums (divisor_override 1), over a group of planes at a
  * time (a large plane in bands of output rows); a last pass divides,
- * applies min_count and stores in the input's dtype. The scalar kernels (scalar_impl.inc) test each tap instead; they
- * serve float64 and the scalar instruction set.
+ * applies min_count and stores in the input's dtype. The scalar kernels
+ * (scalar_impl.inc) test each tap instead; they serve float64 and the
+ * scalar instruction set. The box path omits NaN itself (simd_box.inc).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -123,12 +124,19 @@ static ap_status ap_omit_block(const ap_plan *p, const ap_plan *sums, ap_kernel_
     return s;
 }
 
-/* The float32 window-sum plan of p: same tables and path, divisor 1. */
-static ap_plan ap_sums_plan(const ap_plan *p, const ap_kernel_table *table) {
+/* The float32 window-sum plan of p: same tables, divisor 1 (its path still
+ * to choose). */
+static ap_plan ap_sums_of(const ap_plan *p) {
     ap_plan sums = *p; /* shares p's tables; never freed */
     sums.dtype = AP_DTYPE_F32;
     sums.divisor_override = 1;
     sums.nan_omit = 0;
+    return sums;
+}
+
+/* ap_sums_of(p) with its path chosen. */
+static ap_plan ap_sums_plan(const ap_plan *p, const ap_kernel_table *table) {
+    ap_plan sums = ap_sums_of(p);
     ap_choose_path(&sums, table->lanes[AP_DTYPE_F32], NULL, 0);
     return sums;
 }
@@ -178,7 +186,6 @@ static ap_status ap_omit_banded(const ap_plan *unit, const ap_kernel_table *tabl
     float *buf = (float *)malloc((size_t)(2 * n_in + 2 * n_out) * sizeof(float));
     if (!buf) return AP_ERR_OUT_OF_MEMORY;
     const ap_plan sums_unit = ap_sums_plan(unit, table);
-    const ap_kernel_fn kernel = table->pool[unit->layout][AP_DTYPE_F32];
     ap_status s = AP_OK;
     for (int64_t o0 = 0; o0 < ax->out && s == AP_OK;) {
         const int64_t o1 = AP_BAND_END(o0) < ax->out ? AP_BAND_END(o0) : ax->out;
@@ -191,16 +198,9 @@ static ap_status ap_omit_banded(const ap_plan *unit, const ap_kernel_table *tabl
         band.storage = NULL;
         if (s == AP_OK) s = ap_plan_tile(&band, unit, 3, &t);
         if (s == AP_OK) {
-            ap_plan sums = band;
-            sums.dtype = AP_DTYPE_F32;
-            sums.divisor_override = 1;
-            sums.nan_omit = 0;
+            ap_plan sums = ap_sums_of(&band);
             ap_choose_tile_path(&sums, &sums_unit, table->lanes[AP_DTYPE_F32]);
-            ap_kernel_fn k = kernel;
-            if (sums.axis[a].pad_begin < 0) { /* windows past the end only (ap_tile_run) */
-                sums.path = AP_PATH_SCALAR;
-                k = ap_kernels_scalar.pool[unit->layout][AP_DTYPE_F32];
-            }
+            const ap_kernel_fn k = ap_tile_table(&sums, table)->pool[unit->layout][AP_DTYPE_F32];
             s = ap_omit_block(&band, &sums, k,
                               (const char *)x + (size_t)(t.in_start[a] * in_inner) * esize,
                               (char *)y + (size_t)(o0 * out_inner) * esize, buf);

@@ -57,4 +57,17 @@ const ap_kernel_table *ap_kernels(ap_status *status);
 AP_ISAS(AP_DECLARE_TABLE)
 #undef AP_DECLARE_TABLE
 
+/* The table that runs a tile's plan: `table`, or the scalar one (with the
+ * plan's path set to scalar) for a tile of windows lying wholly past the
+ * input's end, which reads one input position before them (pad_begin < 0):
+ * its outputs sum no tap, and the scalar kernels read the taps tables only. */
+static inline const ap_kernel_table *ap_tile_table(ap_plan *tile, const ap_kernel_table *table) {
+    for (int a = 0; a < 3; ++a)
+        if (tile->axis[a].pad_begin < 0) {
+            tile->path = AP_PATH_SCALAR;
+            return &ap_kernels_scalar;
+        }
+    return table;
+}
+
 #endif /* AP_KERNELS_H */
