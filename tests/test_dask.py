@@ -96,7 +96,7 @@ def test_task_memory_is_a_chunk_and_its_halo():
     assert lazy.chunks == x.chunks
     layer = lazy.dask.layers[lazy.name]
     tiles = [task[1] for key, task in layer.items() if key[0] == lazy.name]
-    assert len(tiles) == 16 and all(t[0].__name__ == "_gather" for t in tiles)
+    assert len(tiles) == 16 and all(t[0].__name__ == "_assemble" for t in tiles)
     # the halo comes as slices of the neighbouring chunks, 7 wide (corners 7 x 7)
     strips = [layer[key] for key in layer if key[0] != lazy.name]
     assert strips and all(task[0].__name__ == "getitem" for task in strips)

@@ -36,7 +36,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                             "NCHW and channels last (instead of the peer comparison)")
     bench.add_argument("--scale-out", action="store_true",
                        help="avgpool.xarray on a 2-worker dask.distributed cluster against "
-                            "xarray's coarsen / rolling and map_overlap + scipy, on a zarr "
+                            "xarray's coarsen / rolling and map_overlap + OpenCV / scipy, on a zarr "
                             "raster written to disk (instead of the peer comparison)")
     bench.add_argument("--scale-gib", type=float, default=8.0, metavar="GIB",
                        help="--scale-out raster size (default 8; --quick: 0.25)")

@@ -75,15 +75,14 @@ def run_scale_out(gib: float, workdir: Optional[str] = None, timeout_s: float = 
     try:
         with dask.config.set({"distributed.scheduler.allowed-failures": 0}):
             t0 = time.perf_counter()
-            write = Client(cluster())
-            rng = da.random.default_rng(0)
-            x = rng.random((side, side), dtype=np.float32, chunks=CHUNK)
-            x = da.where(rng.random((side, side), chunks=CHUNK) < 0.01, np.float32(np.nan), x)
-            xr.DataArray(x, dims=("y", "x"), name="v").to_dataset().to_zarr(
-                os.path.join(root, "raster.zarr"), mode="w", consolidated=False,
-                encoding={"v": {"compressors": None}})
-            write.close()
-            write.cluster.close()
+            with cluster() as c, Client(c):
+                rng = da.random.default_rng(0)
+                x = rng.random((side, side), dtype=np.float32, chunks=CHUNK)
+                x = da.where(rng.random((side, side), chunks=CHUNK) < 0.01, np.float32(np.nan),
+                             x)
+                xr.DataArray(x, dims=("y", "x"), name="v").to_dataset().to_zarr(
+                    os.path.join(root, "raster.zarr"), mode="w", consolidated=False,
+                    encoding={"v": {"compressors": None}})
             result["write_s"] = time.perf_counter() - t0
 
             def raster() -> Any:

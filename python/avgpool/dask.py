@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 import operator
 from bisect import bisect_right
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union, cast
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union, cast
 
 import dask.array as da
 import numpy as np
@@ -161,7 +161,7 @@ def _pool(x: Any, desc: Desc, layout: Optional[str], num_threads: Optional[int],
         out_chunks[a] = _output_chunks(desc, i, shape[a], out_shape[a], in_bounds[a])
     out_bounds = [_bounds(c) for c in out_chunks]
 
-    reader = _region_reader(arr)
+    reader = _region_reader(arr, in_bounds)
     name = "avgpool-" + tokenize(arr, desc, layout, num_threads, pooled)
     dsk: Dict[Any, Any] = {}
     for index in itertools.product(*(range(len(c)) for c in out_chunks)):
@@ -206,11 +206,13 @@ def _gather_task(dsk: Dict[Any, Any], name: str, index: Tuple[int, ...], arr: da
             dsk[piece] = (operator.getitem, key, sl)
             pieces.append(piece)
     tile_shape = tuple(hi - lo for lo, hi in in_box)
-    return (_gather, pieces, dst, tile_shape, arr.dtype)
+    return (_assemble, pieces, dst, tile_shape, arr.dtype)
 
 
-def _region_reader(arr: da.Array) -> Optional[Tuple[Any, Any, Tuple[Tuple[str, Any], ...]]]:
-    """(source key, getter, keyword arguments) when every chunk of ``arr`` is one
+def _region_reader(arr: da.Array, bounds: List[List[int]]
+                   ) -> Optional[Tuple[Any, Any, Tuple[Tuple[str, Any], ...]]]:
+    """(source key, getter, keyword arguments) when every chunk of ``arr`` (its bounds per axis:
+    ``bounds``) is one
     ``getter(source, chunk's slices)`` call on one source (``da.from_zarr``,
     ``xarray.open_zarr``, ``da.from_array`` of a lazy array-like), else None.
 
@@ -241,8 +243,7 @@ def _region_reader(arr: da.Array) -> Optional[Tuple[Any, Any, Tuple[Tuple[str, A
                     kwargs.append((k, v.value))
             if ref != source or task.func is not func:
                 return None
-            want = tuple(slice(b[i], b[i + 1]) for b, i in
-                         zip((_bounds(c) for c in arr.chunks), index))
+            want = tuple(slice(b[i], b[i + 1]) for b, i in zip(bounds, index))
             if tuple(task.args[1].value) != want:
                 return None
         return source, func, tuple(kwargs)
@@ -280,20 +281,17 @@ def _read(source: Any, getter: Any, kwargs: Tuple[Tuple[str, Any], ...],
           tile_shape: Tuple[int, ...], dtype: np.dtype,
           parts: Tuple[Tuple[Tuple[slice, ...], Tuple[slice, ...]], ...]) -> np.ndarray:
     """A tile read straight from the source array: each part (the source's slices, where they
-    go in the tile) with one getter call."""
-    if len(parts) == 1:
-        return np.asarray(getter(source, parts[0][0], **dict(kwargs)))
-    tile = np.empty(tile_shape, dtype)
-    for where, d in parts:
-        tile[d] = getter(source, where, **dict(kwargs))
-    return tile
+    go in the tile) with one getter call, one part in memory at a time."""
+    kw = dict(kwargs)
+    return _assemble((getter(source, where, **kw) for where, _ in parts), [d for _, d in parts],
+                     tile_shape, dtype)
 
 
-def _gather(pieces: List[np.ndarray], dst: List[Tuple[slice, ...]],
-            tile_shape: Tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    """A tile assembled from the pieces of the input chunks it overlaps."""
-    if len(pieces) == 1 and np.asarray(pieces[0]).shape == tile_shape:
-        return np.asarray(pieces[0])
+def _assemble(pieces: Iterable[Any], dst: Sequence[Tuple[slice, ...]],
+              tile_shape: Tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """A tile from the pieces that partition it (dst: where each goes), taken one at a time."""
+    if len(dst) == 1:  # the one piece is the tile
+        return np.asarray(next(iter(pieces)))
     tile = np.empty(tile_shape, dtype)
     for piece, d in zip(pieces, dst):
         tile[d] = piece
