@@ -43,6 +43,12 @@ CASES = {
                      end_padding=(1, 1)), None),
     "rows-s2-k5": ("rows-s2", "NCHW", (1, 2, 9, 41), dict(window_size=(2, 5), strides=(1, 2)),
                    None),
+    # rows of 256 bytes or more are summed row by row in strips of 1024 elements (a strip
+    # boundary and a tail here); shorter rows vector by vector (the cases above)
+    "rows-s2-wide": ("rows-s2", "NCHW", (1, 2, 7, 1100), dict(window_size=(2, 2), strides=(2, 2)),
+                     None),
+    "rows-s1-wide": ("rows-s1", "NCHW", (2, 1, 9, 150),
+                     dict(window_size=(4, 3), start_padding=(1, 0), end_padding=(1, 0)), None),
     "rows-s4k4": ("rows-s4k4", "NCHW", (1, 3, 12, 37),
                   dict(window_size=(4, 4), strides=(4, 4), end_padding=(0, 3)), None),
     "rows-running": ("rows-running", "NCHW", (1, 2, 12, 100),
