@@ -153,3 +153,18 @@ def test_scale_out_section_runs_every_method_and_checks_agreement():
     assert all(r["equal_to_xarray"] for r in result["rows"] if r["method"].startswith("avgpool"))
     table = _bench_scale.format_scale_table(result)
     assert "equal to xarray's" in table and "768 x 768" in table
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("shape", [(3, 5, 7), (1,), (0, 4)])
+def test_bench_arrays_are_64_byte_aligned_copies(shape, dtype):
+    import numpy as np
+
+    a = np.arange(int(np.prod(shape)), dtype=dtype).reshape(shape)
+    b = _bench._aligned(a)
+    assert b.flags.c_contiguous and (b.size == 0 or b.ctypes.data % 64 == 0)
+    assert b.dtype == a.dtype and b.shape == a.shape and np.array_equal(a, b)
+    assert not np.shares_memory(a, b)
+    c = _bench._aligned(np.moveaxis(a, 0, -1))  # a strided view comes back contiguous
+    assert c.flags.c_contiguous and (c.size == 0 or c.ctypes.data % 64 == 0)
+    assert np.array_equal(c, np.moveaxis(a, 0, -1))

@@ -19,6 +19,9 @@ the occasional call a descheduled thread holds up for milliseconds counts) witho
 a busy process pinned to the last core (another program competing for the machine), and reports
 each one's slowdown.
 
+Every array the bench gives an implementation (inputs, and avgpool's outputs) starts on a 64-byte
+boundary (``ALIGN``), as the peers' own buffers do; numpy's allocator gives 16 bytes.
+
 avgpool writes into an output buffer allocated once (``out=``), as an inference loop would and as
 OpenVINO's reused infer request does; ``--alloc`` makes it allocate per call instead, like torch and
 onnxruntime (for outputs of tens of MB that adds the kernel's page zeroing to every call).
@@ -124,8 +127,30 @@ CASES: List[Case] = [
 
 # ---------------------------------------------------------------- implementations
 
+# Byte alignment of every array the bench hands to an implementation: torch's, TFLite's and
+# onnxruntime's own buffers are 64-byte aligned, numpy's only 16-byte, and a vector load that
+# straddles two cache lines costs up to a quarter of a channels-last 3x3 pool's time on AVX-512.
+ALIGN = 64
+
+
+def _aligned_empty(shape: Tuple[int, ...], dtype: Any) -> np.ndarray:
+    """An uninitialised C-contiguous array whose data starts on an ALIGN-byte boundary."""
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape))
+    raw = np.empty(n * dtype.itemsize + ALIGN, np.uint8)
+    start = -raw.ctypes.data % ALIGN
+    return raw[start:start + n * dtype.itemsize].view(dtype).reshape(shape)
+
+
+def _aligned(a: np.ndarray) -> np.ndarray:
+    """A C-contiguous, ALIGN-byte aligned copy of ``a``."""
+    out = _aligned_empty(a.shape, a.dtype)
+    out[...] = a
+    return out
+
+
 def _to_layout(x: np.ndarray, layout: str) -> np.ndarray:
-    return x if layout == "NCHW" else np.ascontiguousarray(np.moveaxis(x, 1, -1))
+    return x if layout == "NCHW" else _aligned(np.moveaxis(x, 1, -1))
 
 
 def _avgpool_desc(case: Case) -> Any:
@@ -145,7 +170,7 @@ def _avgpool_fn(case: Case, x: np.ndarray, layout: str, threads: int, reuse_out:
     desc = _avgpool_desc(case)
     pool: Callable[..., Any] = (avgpool.average_pool if case.kind == "pool"
                                 else avgpool.adaptive_average_pool)
-    out = np.empty(desc.output_shape(xl.shape, layout), xl.dtype) if reuse_out else None
+    out = _aligned_empty(desc.output_shape(xl.shape, layout), xl.dtype) if reuse_out else None
     return lambda: pool(xl, desc, layout=layout, out=out, num_threads=threads)
 
 
@@ -159,7 +184,7 @@ def _avgpool_op_fn(case: Case, x: np.ndarray, layout: str, threads: int,
     xl = _to_layout(x, layout)
     op = compile_operator(_avgpool_desc(case), xl.shape, xl.dtype, layout=layout,
                           num_threads=threads)
-    out = np.empty(op.output_shape, xl.dtype) if reuse_out else None
+    out = _aligned_empty(op.output_shape, xl.dtype) if reuse_out else None
     return lambda: op(xl, out=out)
 
 
@@ -397,12 +422,12 @@ def _opencv_fn(case: Case, x: np.ndarray, layout: str, threads: int) -> Optional
     if layout == "NHWC":
         if case.shape[1] > _OPENCV_MAX_CHANNELS:
             return None
-        xs = [np.ascontiguousarray(np.moveaxis(img, 0, -1)) for img in x]
+        xs = [_aligned(np.moveaxis(img, 0, -1)) for img in x]
         if case.shape[1] == 1:
             xs = [img[..., 0] for img in xs]
     else:
         xs = [plane for img in x for plane in img]
-    ys = [np.empty_like(a) for a in xs]
+    ys = [_aligned_empty(a.shape, a.dtype) for a in xs]
 
     def call():
         for a, b in zip(xs, ys):
@@ -421,7 +446,7 @@ def _scipy_fn(case: Case, x: np.ndarray, layout: str, threads: int) -> Optional[
         return None
     xl = _to_layout(x, layout)
     size = (1, 1, *case.kernel) if layout == "NCHW" else (1, *case.kernel, 1)
-    out = np.empty_like(xl)
+    out = _aligned_empty(xl.shape, xl.dtype)
     return lambda: ndimage.uniform_filter(xl, size=size, output=out, mode="constant", cval=0.0)
 
 
@@ -559,7 +584,7 @@ def run(cases: List[Case], threads: int, quick: bool = False, peers: Optional[Li
     bar = _progress(len(work) * (1 + len(peers)), progress and interactive)
     rows = []
     for i, (case, layout) in enumerate(work, 1):
-        x = rng.standard_normal(case.shape, dtype=np.float32).astype(case.dtype)
+        x = _aligned(rng.standard_normal(case.shape, dtype=np.float32).astype(case.dtype))
         impls = {"avgpool": _avgpool_fn(case, x, layout, threads, reuse_out)}
         op = _avgpool_op_fn(case, x, layout, threads, reuse_out)
         if op is not None:
