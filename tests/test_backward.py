@@ -115,6 +115,60 @@ def test_backward_of_larger_images(layout):
                         end_padding=(1, 1)), layout, 7)
 
 
+# Channels first, overlapping windows along W with a stride of 2 or more: the W pass runs by
+# phases (each phase's windows are fixed offsets from its position), checked against the
+# inverse table; odd and even W, ceil windows past the end, dilation, a negative offset.
+PHASE_CASES = {
+    "3x3s2p1": ((2, 3, 9, 37), dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 1),
+                                    end_padding=(1, 1))),
+    "3x3s2-ceil": ((1, 2, 11, 56), dict(window_size=(3, 3), strides=(2, 2),
+                                       output_sizes=(5, 28))),
+    "k5s2p2-exclude": ((1, 2, 7, 40), dict(window_size=(2, 5), strides=(1, 2),
+                                           start_padding=(0, 2), end_padding=(0, 2))),
+    "k4s3d2": ((1, 1, 5, 50), dict(window_size=(1, 4), strides=(1, 3), dilations=(1, 2),
+                                   start_padding=(0, 3), end_padding=(0, 1),
+                                   include_padding=True)),
+    "k9s8": ((1, 2, 3, 70), dict(window_size=(2, 9), strides=(2, 8), end_padding=(0, 3))),
+    "1d-k3s2": ((2, 3, 31), dict(window_size=(3,), strides=(2,), start_padding=(1,))),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("case_id", list(PHASE_CASES))
+def test_backward_w_pass_by_phases(case_id, dtype):
+    shape, kwargs = PHASE_CASES[case_id]
+    _check_pool(make_data(3, shape, dtype), kwargs, "NCHW", 11)
+
+
+# Gradients past 16 MiB (float32) are written with cache-bypassing stores in their last pass
+# (H, or D for 3-D): the same sums, so each image's gradient must equal, bit for bit, the one
+# computed alone (below the threshold); the output buffer starts off a vector boundary.
+STREAM_CASES = {
+    "2d-nchw": ((2, 1, 1500, 1500), "NCHW", dict(window_size=(3, 3), strides=(2, 2),
+                                                 start_padding=(1, 1), end_padding=(1, 1))),
+    "2d-nhwc": ((2, 750, 750, 4), "NHWC", dict(window_size=(3, 3), strides=(2, 2),
+                                                start_padding=(1, 1), end_padding=(1, 1))),
+    "3d-nchw": ((2, 1, 7, 600, 601), "NCHW", dict(window_size=(3, 3, 3), strides=(2, 2, 2),
+                                                  start_padding=(1, 1, 1))),
+}
+
+
+@pytest.mark.parametrize("case_id", list(STREAM_CASES))
+def test_large_gradient_streamed_equals_per_image(case_id):
+    shape, layout, kwargs = STREAM_CASES[case_id]
+    assert np.prod(shape) * 4 > 16 << 20 and np.prod(shape[1:]) * 4 < 16 << 20
+    desc = avgpool.AveragePoolingDesc(**kwargs)
+    gy = _grad_out(5, desc.output_shape(shape, layout), np.float32)
+    raw = np.empty(int(np.prod(shape)) + 16, np.float32)
+    start = (-raw.ctypes.data % 64) // 4 + 1  # 4 bytes past a 64-byte boundary
+    out = raw[start:start + int(np.prod(shape))].reshape(shape)
+    whole = avgpool.average_pool_backward(gy, desc, shape, layout=layout, out=out)
+    assert whole is out
+    for n in range(shape[0]):
+        alone = avgpool.average_pool_backward(gy[n:n + 1], desc, (1,) + shape[1:], layout=layout)
+        np.testing.assert_array_equal(whole[n:n + 1], alone)
+
+
 # --------------------------------------------------------------------------------------------
 # Properties.
 

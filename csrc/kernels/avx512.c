@@ -20,6 +20,10 @@ static inline vf v_set1(float f) { return _mm512_set1_ps(f); }
 static inline vf v_loadu(const float *p) { return _mm512_loadu_ps(p); }
 static inline vf v_loadu_n(const float *p, int n) { return _mm512_maskz_loadu_ps(ap_tail(n), p); }
 static inline void v_storeu(float *p, vf v) { _mm512_storeu_ps(p, v); }
+/* A store that bypasses the caches (p aligned to a vector), and the fence that orders such
+ * stores before the thread reports its work done. */
+static inline void v_stream(float *p, vf v) { _mm512_stream_ps(p, v); }
+static inline void v_fence(void) { _mm_sfence(); }
 static inline void v_storeu_n(float *p, vf v, int n) { _mm512_mask_storeu_ps(p, ap_tail(n), v); }
 static inline vf v_add(vf a, vf b) { return _mm512_add_ps(a, b); }
 static inline vf v_sub(vf a, vf b) { return _mm512_sub_ps(a, b); }

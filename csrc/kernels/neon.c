@@ -27,6 +27,9 @@ static inline vf v_loadu_n(const float *p, int n) { /* n <= 4 */
     return vld1q_f32(tmp);
 }
 static inline void v_storeu(float *p, vf v) { vst1q_f32(p, v); }
+/* No cache-bypassing store here: a plain store, and no fence to order. */
+static inline void v_stream(float *p, vf v) { vst1q_f32(p, v); }
+static inline void v_fence(void) {}
 static inline void v_storeu_n(float *p, vf v, int n) {
     float tmp[VL];
     vst1q_f32(tmp, v);
