@@ -140,6 +140,25 @@ def test_backward_w_pass_by_phases(case_id, dtype):
     _check_pool(make_data(3, shape, dtype), kwargs, "NCHW", 11)
 
 
+# Channels first, windows that do not overlap, small planes: each input element is its window's
+# gy / divisor through a per-plane owner map, for float32 one lane permute per vector when each
+# vector's owners lie within two vectors of outputs (the first three cases), else a gather (the
+# gaps of the last case send the uncovered positions to a 0 far from their neighbours).
+OWNER_MAP_CASES = {
+    "2x2s2-14x14": ((2, 3, 14, 14), dict(window_size=(2, 2), strides=(2, 2))),
+    "global-7x7": ((2, 3, 7, 7), dict(window_size=(7, 7), strides=(7, 7))),
+    "2x2s2-odd": ((1, 2, 9, 31), dict(window_size=(2, 2), strides=(2, 2), end_padding=(1, 1))),
+    "k2s3-gaps": ((1, 2, 8, 40), dict(window_size=(2, 2), strides=(3, 3))),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("case_id", list(OWNER_MAP_CASES))
+def test_backward_owner_map(case_id, dtype):
+    shape, kwargs = OWNER_MAP_CASES[case_id]
+    _check_pool(make_data(4, shape, dtype), kwargs, "NCHW", 13)
+
+
 # Gradients past 16 MiB (float32) are written with cache-bypassing stores in their last pass
 # (H, or D for 3-D): the same sums, so each image's gradient must equal, bit for bit, the one
 # computed alone (below the threshold); the output buffer starts off a vector boundary.

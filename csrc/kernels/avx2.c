@@ -50,6 +50,12 @@ static inline vf v_odd(vf a, vf b) {
     return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(t), _MM_SHUFFLE(3, 1, 2, 0)));
 }
 static inline vi vi_loadu(const int32_t *p) { return _mm256_loadu_si256((const __m256i *)p); }
+/* Lane i of the result: lane idx[i] of the 2 VL lanes a then b (0 <= idx[i] < 2 VL). */
+static inline vf v_perm2(vf a, vf b, vi idx) {
+    const vf lo = _mm256_permutevar8x32_ps(a, idx), hi = _mm256_permutevar8x32_ps(b, idx);
+    const __m256i from_b = _mm256_cmpgt_epi32(idx, _mm256_set1_epi32(VL - 1));
+    return _mm256_blendv_ps(lo, hi, _mm256_castsi256_ps(from_b));
+}
 static inline vi vi_set1(int32_t v) { return _mm256_set1_epi32(v); }
 static inline vi vi_add(vi a, vi b) { return _mm256_add_epi32(a, b); }
 /* base[idx] in lanes where j < ntaps, 0 elsewhere (no access there). */

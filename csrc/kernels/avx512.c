@@ -41,6 +41,8 @@ static inline vf v_odd(vf a, vf b) {
     return _mm512_permutex2var_ps(a, idx, b);
 }
 static inline vi vi_loadu(const int32_t *p) { return _mm512_loadu_si512((const void *)p); }
+/* Lane i of the result: lane idx[i] of the 2 VL lanes a then b (0 <= idx[i] < 2 VL). */
+static inline vf v_perm2(vf a, vf b, vi idx) { return _mm512_permutex2var_ps(a, idx, b); }
 static inline vi vi_set1(int32_t v) { return _mm512_set1_epi32(v); }
 static inline vi vi_add(vi a, vi b) { return _mm512_add_epi32(a, b); }
 /* base[idx] in lanes where j < ntaps, 0 elsewhere (no access there). */

@@ -45,6 +45,15 @@ static inline vf v_even(vf a, vf b) { return vuzp1q_f32(a, b); }
 /* Odd lanes of the concatenation (a, b): the second tap of each stride-2 window. */
 static inline vf v_odd(vf a, vf b) { return vuzp2q_f32(a, b); }
 static inline vi vi_loadu(const int32_t *p) { return vld1q_s32(p); }
+/* Lane i of the result: lane idx[i] of the 2 VL lanes a then b (0 <= idx[i] < 2 VL): a
+ * byte table lookup, lane j's bytes at 4 j .. 4 j + 3. */
+static inline vf v_perm2(vf a, vf b, vi idx) {
+    const uint32x4_t lane = vreinterpretq_u32_s32(idx);
+    const uint8x16_t bytes = vreinterpretq_u8_u32(
+        vaddq_u32(vmulq_n_u32(lane, 0x04040404u), vdupq_n_u32(0x03020100u)));
+    const uint8x16x2_t table = {{vreinterpretq_u8_f32(a), vreinterpretq_u8_f32(b)}};
+    return vreinterpretq_f32_u8(vqtbl2q_u8(table, bytes));
+}
 static inline vi vi_set1(int32_t v) { return vdupq_n_s32(v); }
 static inline vi vi_add(vi a, vi b) { return vaddq_s32(a, b); }
 /* base[idx] in lanes where j < ntaps, 0 elsewhere (no access there). NEON
