@@ -49,6 +49,7 @@ def available_isas():
 
 
 # AVGPOOL_ISA unset: every path; "auto": only the one the library picks; else that one.
+_PICKED = _core.isa()  # before anything switches paths: the library's own choice
 _FORCED = os.environ.get("AVGPOOL_ISA", "")
 if not _FORCED:
     ISAS = available_isas()
@@ -64,6 +65,29 @@ def isa(request):
     _core.set_isa(request.param)
     yield request.param
     _core.set_isa(_FORCED or "auto")
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "one_path: the test does not depend on avgpool's kernel path (the bench's "
+        "plumbing, its peers, subprocesses that pick their own path): it runs once, on the path "
+        "the library picks, and its copies for the other paths are deselected")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Deselect the copies of one_path tests for every path but one."""
+    keep_path = _PICKED if _PICKED in ISAS else ISAS[-1]
+    kept, dropped = [], []
+    for item in items:
+        params = getattr(item, "callspec", None)
+        path = params.params.get("isa") if params else None
+        if item.get_closest_marker("one_path") and path not in (None, keep_path):
+            dropped.append(item)
+        else:
+            kept.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 # tests that ran with their kernel path active at start and end, per path (the summary below)

@@ -11,6 +11,10 @@ import sys
 
 from avgpool import _bench
 
+# The bench's plumbing and its peers do not depend on avgpool's kernel path (the subprocesses
+# pick their own): run once, on the path the library picks (conftest.py).
+pytestmark = pytest.mark.one_path
+
 CASE = "global-1x2048x7x7"  # the smallest case of the suite
 
 

@@ -21,6 +21,10 @@ import ai_edge_litert  # noqa: F401  (the peers are required, not optional, in t
 import cv2  # noqa: F401
 import scipy  # noqa: F401
 
+# The bench's plumbing and its peers do not depend on avgpool's kernel path (the subprocesses
+# pick their own): run once, on the path the library picks (conftest.py).
+pytestmark = pytest.mark.one_path
+
 
 def _reference(case, x):
     """The case's float64 result, channels first."""
