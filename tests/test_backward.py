@@ -132,14 +132,6 @@ PHASE_CASES = {
     "1d-k3s2": ((2, 3, 31), dict(window_size=(3,), strides=(2,), start_padding=(1,))),
 }
 
-
-@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("case_id", list(PHASE_CASES))
-def test_backward_w_pass_by_phases(case_id, dtype):
-    shape, kwargs = PHASE_CASES[case_id]
-    _check_pool(make_data(3, shape, dtype), kwargs, "NCHW", 11)
-
-
 # Channels first, windows that do not overlap, small planes: each input element is its window's
 # gy / divisor through a per-plane owner map, for float32 one lane permute per vector when each
 # vector's owners lie within two vectors of outputs (the first three cases), else a gather (the
@@ -151,12 +143,15 @@ OWNER_MAP_CASES = {
     "k2s3-gaps": ((1, 2, 8, 40), dict(window_size=(2, 2), strides=(3, 3))),
 }
 
+CHANNELS_FIRST_ROUTES = {**{f"phases-{k}": v for k, v in PHASE_CASES.items()},
+                         **{f"owner-map-{k}": v for k, v in OWNER_MAP_CASES.items()}}
+
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
-@pytest.mark.parametrize("case_id", list(OWNER_MAP_CASES))
-def test_backward_owner_map(case_id, dtype):
-    shape, kwargs = OWNER_MAP_CASES[case_id]
-    _check_pool(make_data(4, shape, dtype), kwargs, "NCHW", 13)
+@pytest.mark.parametrize("case_id", list(CHANNELS_FIRST_ROUTES))
+def test_backward_channels_first_routes(case_id, dtype):
+    shape, kwargs = CHANNELS_FIRST_ROUTES[case_id]
+    _check_pool(make_data(3, shape, dtype), kwargs, "NCHW", 11)
 
 
 # Gradients past 16 MiB (float32) are written with cache-bypassing stores in their last pass
