@@ -356,6 +356,9 @@ const char *ap_status_string(ap_status status) {
     case AP_ERR_NAN_POLICY:
         return "nan_policy must be AP_NAN_PROPAGATE or AP_NAN_OMIT and min_count >= 0; backward "
                "passes propagate only";
+    case AP_ERR_THREAD_POOL:
+        return "the thread pool requested (AVGPOOL_THREAD_POOL or ap_set_thread_pool) is unknown "
+               "(\"own\", \"openmp\") or needs OpenMP, which this build lacks";
     case AP_ERR_TILE:
         return "a tile's output box must be non-empty and inside the whole output, and its input "
                "box the one those outputs read";

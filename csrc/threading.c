@@ -11,6 +11,8 @@
  * holding up the call, as OpenMP's closing barrier did. One job at a time;
  * a second caller (another application thread) runs its work alone. After
  * fork() the child starts with no workers. */
+#include <stdlib.h>
+#include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
 #include <pthread.h>
@@ -18,6 +20,55 @@
 #endif
 
 #include "threading.h"
+
+/* The pool in use (ap_thread_pool in avgpool.h): -1 until the first query
+ * reads AVGPOOL_THREAD_POOL; AP_POOL_UNAVAILABLE when it named no pool
+ * (the work then runs on the own pool, the Python package refuses to load). */
+enum { AP_POOL_UNSET = -1, AP_POOL_OWN = 0, AP_POOL_OPENMP = 1, AP_POOL_UNAVAILABLE = 2 };
+static int ap_pool_kind = AP_POOL_UNSET;
+
+static int ap_pool_named(const char *name) {
+    if (name == NULL || name[0] == '\0' || strcmp(name, "own") == 0) return AP_POOL_OWN;
+#ifdef _OPENMP
+    if (strcmp(name, "openmp") == 0) return AP_POOL_OPENMP;
+#endif
+    return AP_POOL_UNAVAILABLE;
+}
+
+#ifdef _OPENMP
+static void ap_pool_watch_fork(void);
+#endif
+
+static void ap_pool_choose(int kind) {
+#ifdef _OPENMP
+    if (kind == AP_POOL_OPENMP) ap_pool_watch_fork(); /* before a fork can copy the choice */
+#endif
+    __atomic_store_n(&ap_pool_kind, kind, __ATOMIC_RELAXED);
+}
+
+static int ap_pool_in_use(void) {
+    int kind = __atomic_load_n(&ap_pool_kind, __ATOMIC_RELAXED);
+    if (kind == AP_POOL_UNSET) {
+        kind = ap_pool_named(getenv("AVGPOOL_THREAD_POOL"));
+        ap_pool_choose(kind);
+    }
+    return kind;
+}
+
+const char *ap_thread_pool(void) {
+    switch (ap_pool_in_use()) {
+    case AP_POOL_OWN: return "own";
+    case AP_POOL_OPENMP: return "openmp";
+    default: return "unavailable";
+    }
+}
+
+ap_status ap_set_thread_pool(const char *name) {
+    const int kind = ap_pool_named(name);
+    if (kind == AP_POOL_UNAVAILABLE) return AP_ERR_THREAD_POOL;
+    ap_pool_choose(kind);
+    return AP_OK;
+}
 
 int ap_openmp_enabled(void) {
 #ifdef _OPENMP
@@ -110,8 +161,11 @@ static void *ap_worker(void *arg) {
     return NULL;
 }
 
-/* In a child after fork(): no workers, nothing held. */
+/* In a child after fork(): no workers, nothing held, and the own pool (the
+ * parent's OpenMP team does not exist here, and libgomp would wait for it). */
 static void ap_pool_after_fork(void) {
+    if (__atomic_load_n(&ap_pool_kind, __ATOMIC_RELAXED) == AP_POOL_OPENMP)
+        __atomic_store_n(&ap_pool_kind, AP_POOL_OWN, __ATOMIC_RELAXED);
     pthread_mutex_init(&ap_pool.submit, NULL);
     pthread_mutex_init(&ap_pool.lock, NULL);
     pthread_cond_init(&ap_pool.wake, NULL);
@@ -121,9 +175,16 @@ static void ap_pool_after_fork(void) {
 
 static pthread_once_t ap_pool_once = PTHREAD_ONCE_INIT;
 static void ap_pool_init(void) { pthread_atfork(NULL, NULL, ap_pool_after_fork); }
+static void ap_pool_watch_fork(void) { pthread_once(&ap_pool_once, ap_pool_init); }
 
 void ap_pool_run(int nt, ap_work_fn work, void *ctx) {
     pthread_once(&ap_pool_once, ap_pool_init);
+    if (ap_pool_in_use() == AP_POOL_OPENMP) {
+        /* the team shares the work through ctx's counter as the pool does */
+#pragma omp parallel num_threads(nt)
+        work(ctx);
+        return;
+    }
     if (pthread_mutex_trylock(&ap_pool.submit) != 0) { /* another job runs: alone */
         work(ctx);
         return;

@@ -23,6 +23,7 @@ cdef extern from "avgpool.h" nogil:
         AP_ERR_ISA
         AP_ERR_TILE
         AP_ERR_NAN_POLICY
+        AP_ERR_THREAD_POOL
 
     ctypedef enum ap_layout:
         AP_LAYOUT_NCHW
@@ -124,3 +125,5 @@ cdef extern from "avgpool.h" nogil:
     ap_status ap_set_isa(const char *name)
     int ap_openmp_enabled()
     int ap_max_threads()
+    const char *ap_thread_pool()
+    ap_status ap_set_thread_pool(const char *name)

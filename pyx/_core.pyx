@@ -242,6 +242,18 @@ def max_threads():
     return ap_max_threads()
 
 
+def thread_pool():
+    return ap_thread_pool().decode()
+
+
+def set_thread_pool(str name):
+    cdef bytes b = name.encode()
+    if ap_set_thread_pool(b) != AP_OK:
+        raise ValueError(f"thread pool {name!r} is unknown (choose 'own' or 'openmp')"
+                         if name not in ("own", "openmp") else
+                         "thread pool 'openmp' needs OpenMP, which this build of avgpool lacks")
+
+
 cdef int _raise(ap_status status, str detail="", str argument=None) except -1:
     message = ap_status_string(status).decode()
     if detail:

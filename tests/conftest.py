@@ -90,6 +90,23 @@ def pytest_collection_modifyitems(config, items):
         items[:] = kept
 
 
+# the thread pool before any test module imported avgpool.torch (which chooses torch's team)
+_DEFAULT_POOL = _core.thread_pool()
+
+
+@pytest.fixture(autouse=True)
+def thread_pool_of_module(request):
+    """Tests of avgpool.torch run on the pool importing it chooses, as its users do; the others
+    on the default pool, whichever test modules the collection imported."""
+    pool = _DEFAULT_POOL
+    if request.module.__name__ == "test_torch_ops":
+        import avgpool.torch
+
+        pool = avgpool.torch._torch_thread_pool() or pool
+    _core.set_thread_pool(pool)
+    yield
+
+
 # tests that ran with their kernel path active at start and end, per path (the summary below)
 GUARDED: "dict[str, int]" = {}
 

@@ -16,12 +16,53 @@ X = np.random.default_rng(0).standard_normal((4, 64, 40, 40)).astype(np.float32)
 DESC = avgpool.AveragePoolingDesc((3, 3), (1, 1), (1, 1), (1, 1))
 
 
+POOLS = ["own", "openmp"] if avgpool.info()["openmp"] else ["own"]
+
+
+@pytest.fixture(params=POOLS)
+def thread_pool(request):
+    """Each thread pool in turn (avgpool.set_thread_pool), the one before restored after."""
+    before = avgpool.info()["thread_pool"]
+    avgpool.set_thread_pool(request.param)
+    yield request.param
+    avgpool.set_thread_pool(before)
+
+
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
-def test_thread_counts_give_identical_results(layout):
+def test_thread_counts_give_identical_results(layout, thread_pool):
     x = X if layout == "NCHW" else np.ascontiguousarray(X.transpose(0, 2, 3, 1))
     one = avgpool.average_pool(x, DESC, layout=layout, num_threads=1)
     for n in (2, 3, 8):
         np.testing.assert_array_equal(avgpool.average_pool(x, DESC, layout=layout, num_threads=n), one)
+    assert avgpool.info()["thread_pool"] == thread_pool
+
+
+def test_thread_pool_choice():
+    """set_thread_pool names one of two pools; AVGPOOL_THREAD_POOL chooses at import (a name of
+    none fails the import); avgpool.torch chooses torch's OpenMP team unless the variable is
+    set."""
+    with pytest.raises(ValueError, match="thread pool 'OpenMP' is unknown"):
+        avgpool.set_thread_pool("OpenMP")
+    if not avgpool.info()["openmp"]:
+        with pytest.raises(ValueError, match="needs OpenMP"):
+            avgpool.set_thread_pool("openmp")
+
+    def pool_after(code, value=None):
+        env = {k: v for k, v in os.environ.items() if k != "AVGPOOL_THREAD_POOL"}
+        if value is not None:
+            env["AVGPOOL_THREAD_POOL"] = value
+        return subprocess.run([sys.executable, "-c", code + "; print(avgpool.info()['thread_pool'])"],
+                              env=env, capture_output=True, text=True)
+
+    assert pool_after("import avgpool").stdout.strip() == "own"
+    assert pool_after("import avgpool", "own").stdout.strip() == "own"
+    bad = pool_after("import avgpool", "fibers")
+    assert bad.returncode != 0 and "AVGPOOL_THREAD_POOL='fibers' names no thread pool" in bad.stderr
+    if avgpool.info()["openmp"]:
+        assert pool_after("import avgpool", "openmp").stdout.strip() == "openmp"
+        pytest.importorskip("torch")  # a test extra: CI has it
+        assert pool_after("import avgpool, avgpool.torch").stdout.strip() == "openmp"
+        assert pool_after("import avgpool, avgpool.torch", "own").stdout.strip() == "own"
 
 
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
@@ -39,16 +80,19 @@ def test_box_results_do_not_depend_on_the_thread_count(layout):
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork() on this platform")
-def test_threads_work_in_a_forked_child():
+def test_threads_work_in_a_forked_child(thread_pool):
     """The pool's workers do not survive fork(): a child (multiprocessing's default start on
-    Linux, Dask's forked workers) starts with none and makes its own."""
+    Linux, Dask's forked workers) starts with none and makes its own. A parent on the OpenMP
+    team has a child on the own pool (libgomp's team does not survive fork either)."""
     want = avgpool.average_pool(X, DESC, num_threads=1)
     avgpool.average_pool(X, DESC, num_threads=2)  # the parent's pool has a worker now
     pid = os.fork()
     if pid == 0:  # the child: exit status 0 only if threaded pooling works and agrees
+        ok = False
         try:
-            ok = all(np.array_equal(avgpool.average_pool(X, DESC, num_threads=2), want)
-                     for _ in range(20))
+            ok = avgpool.info()["thread_pool"] == "own" and all(
+                np.array_equal(avgpool.average_pool(X, DESC, num_threads=2), want)
+                for _ in range(20))
         finally:
             os._exit(0 if ok else 1)
     for _ in range(600):  # 60 s: a deadlocked child fails the test instead of hanging it

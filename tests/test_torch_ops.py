@@ -192,6 +192,69 @@ def test_gradients_same_bits_for_any_thread_count(monkeypatch):
     assert torch.equal(grads[0], grads[1])
 
 
+class _Recorder(torch.utils._python_dispatch.TorchDispatchMode):
+    """Records the operators dispatched under it; runs each unchanged."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.append(str(func.overloadpacket))
+        return func(*args, **(kwargs or {}))
+
+
+def _value_and_grad(fn, x, seed):
+    y = fn(x)
+    g = torch.tensor(np.random.default_rng(seed).standard_normal(tuple(y.shape)), dtype=y.dtype)
+    (gx,) = torch.autograd.grad(y, x, g)
+    return y, gx
+
+
+@scaled(0.3)
+@given(st.one_of(pool_configs(), adaptive_configs()), st.integers(0, 2**31), st.booleans(),
+       st.sampled_from([torch.float32, torch.bfloat16]))
+def test_eager_path_equals_operators(config, seed, channels_last, dtype):
+    """Plain eager calls skip the operators' dispatch (an autograd.Function on the same kernels);
+    under a dispatch mode the operators run. Values, gradients and strides are bitwise the same."""
+    rank, shape, kw = config
+    if isinstance(kw, dict):
+        fn = lambda t: POOLS[rank][0](t, **kw)  # noqa: E731
+    else:
+        fn = lambda t: ADAPTIVE[rank][0](t, kw)  # noqa: E731
+    x, _ = _pair(rank, shape, seed, dtype, channels_last)
+    y, gx = _value_and_grad(fn, x, seed)
+    assert "_Eager" in type(y.grad_fn).__name__
+    with _Recorder() as rec:
+        y_op, gx_op = _value_and_grad(fn, x, seed)
+    assert any(op.startswith("avgpool.") and "backward" in op for op in rec.ops), rec.ops
+    assert "_Eager" not in type(y_op.grad_fn).__name__
+    for a, b in ((y, y_op), (gx, gx_op)):
+        assert a.stride() == b.stride() and torch.equal(a, b)
+
+
+def test_operators_seen_by_tracers_and_modes():
+    """What watches the dispatcher still sees avgpool's operators: a dispatch mode, make_fx's
+    graph (real tensors), a double backward (through the backward operator), no-grad calls."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    x = torch.randn(2, 3, 9, 9, requires_grad=True)
+    with _Recorder() as rec, torch.no_grad():
+        apt.avg_pool2d(x, 3, 2, 1)
+        apt.adaptive_avg_pool2d(x, 4)
+    assert rec.ops.count("avgpool.avg_pool") == 1 and rec.ops.count("avgpool.adaptive_avg_pool") == 1
+    graph = str(make_fx(lambda t: apt.avg_pool2d(t, 2) + 1)(x.detach()).graph)
+    assert "avgpool.avg_pool" in graph
+    y = apt.avg_pool2d(x, 3, 2, 1)
+    (gx,) = torch.autograd.grad(y.square().sum(), x, create_graph=True)
+    with _Recorder() as rec:
+        (ggx,) = torch.autograd.grad(gx.sum(), x)
+    xt = x.detach().clone().requires_grad_()
+    (gt,) = torch.autograd.grad(F.avg_pool2d(xt, 3, 2, 1).square().sum(), xt, create_graph=True)
+    torch.testing.assert_close(ggx, torch.autograd.grad(gt.sum(), xt)[0])
+    assert "avgpool.avg_pool" in rec.ops
+
+
 def test_functional_keeps_autograd():
     """avgpool.functional with torch tensors goes through the same operators."""
     from avgpool import functional

@@ -106,9 +106,11 @@ typedef enum ap_status {
     AP_ERR_TILE = 15,          /* a tile's output box is empty or leaves the
                                   whole output, or its input box is not the
                                   one its outputs read (ap_*_tile_input)      */
-    AP_ERR_NAN_POLICY = 16     /* nan_policy not an ap_nan_policy value, a
+    AP_ERR_NAN_POLICY = 16,    /* nan_policy not an ap_nan_policy value, a
                                   negative min_count, or a backward pass of
                                   AP_NAN_OMIT (its gradient depends on x)     */
+    AP_ERR_THREAD_POOL = 17    /* ap_set_thread_pool: unknown name, or
+                                  "openmp" in a build without OpenMP       */
 } ap_status;
 
 /* What a NaN input does to its windows (docs/semantics.md, "NaN-aware
@@ -464,6 +466,23 @@ AP_API int ap_openmp_enabled(void);
 /* The thread count num_threads <= 0 stands for (omp_get_max_threads(); 1
  * without OpenMP). */
 AP_API int ap_max_threads(void);
+/* Which threads run a call's work besides the calling thread (static string):
+ *   "own"     avgpool's pool (the default): its workers spin briefly, then
+ *             sleep; one that the OS has not scheduled misses the job
+ *             instead of holding up the call, and the pool survives fork().
+ *   "openmp"  the calling thread's OpenMP team (`omp parallel`): in a
+ *             program whose other work runs on the same OpenMP runtime
+ *             (PyTorch's), its threads are already awake between that work
+ *             and avgpool's, and no second set of threads competes with
+ *             them for the cores. A child process after fork() uses "own"
+ *             (libgomp's team does not survive fork).
+ * Chosen at the first call: AVGPOOL_THREAD_POOL=own|openmp, unset: "own". */
+AP_API const char *ap_thread_pool(void);
+/* Switch to the pool `name` ("own", "openmp"; NULL or "": "own"),
+ * overriding AVGPOOL_THREAD_POOL. Returns AP_ERR_THREAD_POOL if the name is
+ * unknown or names "openmp" in a build without OpenMP, leaving the choice
+ * unchanged. Calls running meanwhile finish on the pool they started on. */
+AP_API ap_status ap_set_thread_pool(const char *name);
 
 #ifdef __cplusplus
 }

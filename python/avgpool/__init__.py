@@ -31,6 +31,13 @@ if _core.isa() == "unavailable":
         f"not supported by this CPU and build; this CPU can run: {', '.join(_here)} (or auto, the "
         f"best of them)")
 
+if _core.thread_pool() == "unavailable":
+    import os as _os
+
+    raise ImportError(
+        f"AVGPOOL_THREAD_POOL={_os.environ.get('AVGPOOL_THREAD_POOL')!r} names no thread pool of "
+        f"this build: 'own'" + (" or 'openmp'" if _core.openmp_enabled() else ""))
+
 __all__ = [
     "AveragePoolingDesc",
     "AdaptiveAveragePoolingDesc",
@@ -43,6 +50,7 @@ __all__ = [
     "pool_tile",
     "explain",
     "info",
+    "set_thread_pool",
     "get_include",
     "get_library_dir",
     "get_cmake_dir",
@@ -92,10 +100,26 @@ def info() -> dict[str, str | bool | int]:
         "isa": _core.isa(),
         "openmp": _core.openmp_enabled(),
         "max_threads": _core.max_threads(),
+        "thread_pool": _core.thread_pool(),
         "AVGPOOL_ISA": os.environ.get("AVGPOOL_ISA", ""),
         "AVGPOOL_NUM_THREADS": os.environ.get("AVGPOOL_NUM_THREADS", ""),
         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", ""),
+        "AVGPOOL_THREAD_POOL": os.environ.get("AVGPOOL_THREAD_POOL", ""),
     }
+
+
+def set_thread_pool(name: str) -> None:
+    """Which threads help the calling thread run a call: ``"own"`` (the default), avgpool's own
+    pool, whose workers spin briefly and then sleep, and which a busy core cannot hold up; or
+    ``"openmp"``, the OpenMP team of the runtime the process has loaded, the threads PyTorch
+    runs its own operators on (``import avgpool.torch`` chooses it unless the environment
+    variable ``AVGPOOL_THREAD_POOL`` is set). Results are the same bits on either.
+
+    >>> import avgpool
+    >>> avgpool.set_thread_pool("own"); avgpool.info()["thread_pool"]
+    'own'
+    """
+    _core.set_thread_pool(name)
 
 
 from . import directml, functional, onnx, openvino  # noqa: E402  (front ends use the names above)

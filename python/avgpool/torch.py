@@ -24,13 +24,14 @@ only.
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import Tensor
 
-from . import _api
+from . import _api, _core
 from . import functional as _functional
 from ._desc import AveragePoolingDesc
 from ._frontend import adaptive_desc
@@ -41,6 +42,24 @@ __all__ = ["avg_pool1d", "avg_pool2d", "avg_pool3d",
            "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d"]
 
 _Size = Union[int, Sequence[int]]
+# the windowed operators' parameters after the input: kernel, stride, padding, output sizes,
+# count_include_pad, divisor_override (0: none)
+_PoolParams = Tuple[List[int], List[int], List[int], List[int], bool, int]
+
+# Threads: torch runs its operators on an OpenMP team, whose workers spin for a while after each
+# one. avgpool's own pool would add a second set of threads competing with them for the cores
+# (a global pool of 32x2048x7x7 between torch operators, 2 threads on 2 cores: 382 us on the own
+# pool, 226 us on torch's team), so calls run on that team unless AVGPOOL_THREAD_POOL is set.
+def _torch_thread_pool() -> Optional[str]:
+    """The pool importing this module chooses: torch's OpenMP team, or None (no change)."""
+    if ("AVGPOOL_THREAD_POOL" not in os.environ and _core.openmp_enabled()
+            and "parallel backend: OpenMP" in torch.__config__.parallel_info()):
+        return "openmp"
+    return None
+
+
+if _torch_thread_pool() is not None:
+    _core.set_thread_pool("openmp")
 
 
 # ---------------------------------------------------------------------------------- layouts
@@ -163,13 +182,48 @@ def _pool_desc(kernel: Tuple[int, ...], stride: Tuple[int, ...], padding: Tuple[
                               divisor_override=divisor_override or None)
 
 
-@torch.library.custom_op("avgpool::avg_pool", mutates_args=())
-def _avg_pool_op(x: Tensor, kernel: List[int], stride: List[int], padding: List[int],
-                 output_size: List[int], count_include_pad: bool, divisor_override: int,
-                 channels_last: bool) -> Tensor:
+# The kernel calls behind the operators (and behind the eager path below).
+
+def _pool_impl(x: Tensor, kernel: List[int], stride: List[int], padding: List[int],
+               output_size: List[int], count_include_pad: bool, divisor_override: int,
+               channels_last: bool) -> Tensor:
     desc = _pool_desc(tuple(kernel), tuple(stride), tuple(padding), tuple(output_size),
                       count_include_pad, divisor_override)
     return _run(x, lambda a, layout: _api.average_pool(a, desc, layout=layout), channels_last)
+
+
+def _pool_backward_impl(grad: Tensor, input_size: List[int], kernel: List[int],
+                        stride: List[int], padding: List[int], output_size: List[int],
+                        count_include_pad: bool, divisor_override: int,
+                        channels_last: bool) -> Tensor:
+    desc = _pool_desc(tuple(kernel), tuple(stride), tuple(padding), tuple(output_size),
+                      count_include_pad, divisor_override)
+    return _run_backward(grad, input_size, channels_last,
+                         lambda g, shape, layout: _api.average_pool_backward(
+                             g, desc, shape, layout=layout))
+
+
+def _adaptive_impl(x: Tensor, output_size: List[int], channels_last: bool) -> Tensor:
+    desc = adaptive_desc(tuple(output_size))
+    return _run(x, lambda a, layout: _api.adaptive_average_pool(a, desc, layout=layout),
+                channels_last)
+
+
+def _adaptive_backward_impl(grad: Tensor, input_size: List[int], output_size: List[int],
+                            channels_last: bool) -> Tensor:
+    desc = adaptive_desc(tuple(output_size))
+    return _run_backward(grad, input_size, channels_last,
+                         lambda g, shape, layout: _api.adaptive_average_pool_backward(
+                             g, desc, shape, layout=layout))
+
+
+_avg_pool_op = torch.library.custom_op("avgpool::avg_pool", _pool_impl, mutates_args=())
+_avg_pool_backward_op = torch.library.custom_op("avgpool::avg_pool_backward",
+                                                _pool_backward_impl, mutates_args=())
+_adaptive_op = torch.library.custom_op("avgpool::adaptive_avg_pool", _adaptive_impl,
+                                       mutates_args=())
+_adaptive_backward_op = torch.library.custom_op("avgpool::adaptive_avg_pool_backward",
+                                                _adaptive_backward_impl, mutates_args=())
 
 
 @_avg_pool_op.register_fake
@@ -179,18 +233,6 @@ def _(x: Tensor, kernel: List[int], stride: List[int], padding: List[int],
     return _empty_in_layout(x, tuple(x.shape[:2]) + tuple(output_size), channels_last)
 
 
-@torch.library.custom_op("avgpool::avg_pool_backward", mutates_args=())
-def _avg_pool_backward_op(grad: Tensor, input_size: List[int], kernel: List[int],
-                          stride: List[int], padding: List[int], output_size: List[int],
-                          count_include_pad: bool, divisor_override: int,
-                          channels_last: bool) -> Tensor:
-    desc = _pool_desc(tuple(kernel), tuple(stride), tuple(padding), tuple(output_size),
-                      count_include_pad, divisor_override)
-    return _run_backward(grad, input_size, channels_last,
-                         lambda g, shape, layout: _api.average_pool_backward(
-                             g, desc, shape, layout=layout))
-
-
 @_avg_pool_backward_op.register_fake
 def _(grad: Tensor, input_size: List[int], kernel: List[int], stride: List[int],
       padding: List[int], output_size: List[int], count_include_pad: bool,
@@ -198,25 +240,9 @@ def _(grad: Tensor, input_size: List[int], kernel: List[int], stride: List[int],
     return _empty_in_layout(grad, input_size, channels_last)
 
 
-@torch.library.custom_op("avgpool::adaptive_avg_pool", mutates_args=())
-def _adaptive_op(x: Tensor, output_size: List[int], channels_last: bool) -> Tensor:
-    desc = adaptive_desc(tuple(output_size))
-    return _run(x, lambda a, layout: _api.adaptive_average_pool(a, desc, layout=layout),
-                channels_last)
-
-
 @_adaptive_op.register_fake
 def _(x: Tensor, output_size: List[int], channels_last: bool) -> Tensor:
     return _empty_in_layout(x, tuple(x.shape[:2]) + tuple(output_size), channels_last)
-
-
-@torch.library.custom_op("avgpool::adaptive_avg_pool_backward", mutates_args=())
-def _adaptive_backward_op(grad: Tensor, input_size: List[int], output_size: List[int],
-                          channels_last: bool) -> Tensor:
-    desc = adaptive_desc(tuple(output_size))
-    return _run_backward(grad, input_size, channels_last,
-                         lambda g, shape, layout: _api.adaptive_average_pool_backward(
-                             g, desc, shape, layout=layout))
 
 
 @_adaptive_backward_op.register_fake
@@ -281,6 +307,65 @@ _adaptive_backward_op.register_autograd(_adaptive_backward_grad,
                                         setup_context=_setup_adaptive_backward)
 
 
+# ------------------------------------------------------------------------------ eager path
+# In plain eager code the operators' Python dispatch (custom_op's layers, the autograd wrapper)
+# cost 40-200 us per call, mostly in cache misses after a kernel has streamed megabytes through
+# the caches: up to half of a pool's own time. A plain CPU tensor with nothing watching the
+# dispatcher runs the same kernels directly (through an autograd.Function when a gradient is
+# wanted); anything that must see the operators (torch.compile, make_fx, jit tracing, fake
+# tensors, dispatch or function modes, functorch transforms, tensor subclasses) gets them.
+
+_dispatch_stack_len = getattr(torch._C, "_len_torch_dispatch_stack", None)
+_function_stack_len = getattr(torch._C, "_len_torch_function_stack", None)
+_transforms_active = getattr(torch._C, "_are_functorch_transforms_active", None)
+
+
+def _eager_direct(x: Tensor) -> bool:
+    """Whether a call on x may skip the operators: nothing would see the difference."""
+    if _dispatch_stack_len is None or _function_stack_len is None or _transforms_active is None:
+        return False  # a torch without these queries: always the operators
+    return (type(x) is Tensor and not torch.compiler.is_compiling()
+            and not torch.jit.is_tracing() and _dispatch_stack_len() == 0
+            and _function_stack_len() == 0 and not _transforms_active())
+
+
+def _wants_grad(x: Tensor) -> bool:
+    return x.requires_grad and torch.is_grad_enabled()
+
+
+class _EagerPool(torch.autograd.Function):
+    """avgpool::avg_pool's autograd without its dispatch; a gradient that must itself be
+    differentiated (create_graph) goes through the backward operator."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, params: _PoolParams, channels_last: bool) -> Tensor:
+        ctx.input_size, ctx.params, ctx.channels_last = list(x.shape), params, channels_last
+        return _pool_impl(x, *params, channels_last)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> Tuple[Optional[Tensor], ...]:
+        args = (grad, ctx.input_size, *ctx.params, ctx.channels_last)
+        if torch.is_grad_enabled() or not _eager_direct(grad):
+            return _avg_pool_backward_op(*args), None, None
+        return _pool_backward_impl(*args), None, None
+
+
+class _EagerAdaptive(torch.autograd.Function):
+    """avgpool::adaptive_avg_pool's autograd without its dispatch (as _EagerPool)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, output_size: List[int], channels_last: bool) -> Tensor:
+        _setup_adaptive(ctx, (x, output_size, channels_last), None)
+        return _adaptive_impl(x, output_size, channels_last)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> Tuple[Optional[Tensor], ...]:
+        args = (grad, ctx.input_size, ctx.output_size, ctx.channels_last)
+        if torch.is_grad_enabled() or not _eager_direct(grad):
+            return _adaptive_backward_op(*args), None, None
+        return _adaptive_backward_impl(*args), None, None
+
+
 # --------------------------------------------------------------------------------- functions
 
 def _batched(x: Tensor, rank: int, fname: str) -> Tuple[Tensor, bool]:
@@ -298,7 +383,7 @@ def _batched(x: Tensor, rank: int, fname: str) -> Tuple[Tensor, bool]:
 @torch.compiler.assume_constant_result
 def _pool_params(spatial: Tuple[int, ...], rank: int, kernel_size: Any, stride: Any,
                  padding: Any, ceil_mode: Any, count_include_pad: Any,
-                 divisor_override: Any) -> Tuple[Any, ...]:
+                 divisor_override: Any) -> _PoolParams:
     args = (spatial, rank, _hashable(kernel_size), _hashable(stride), _hashable(padding),
             ceil_mode, count_include_pad, divisor_override)
     try:
@@ -314,7 +399,7 @@ def _hashable(v: Any) -> Any:
 
 def _pool_params_of(spatial: Tuple[int, ...], rank: int, kernel_size: Any, stride: Any,
                     padding: Any, ceil_mode: Any, count_include_pad: Any,
-                    divisor_override: Any) -> Tuple[Any, ...]:
+                    divisor_override: Any) -> _PoolParams:
     desc = _functional.pool_desc_for(spatial, rank, kernel_size, stride, padding, ceil_mode,
                                      count_include_pad, divisor_override)
     return (list(desc.window_size), list(desc.strides or ()), list(desc.start_padding or ()),
@@ -336,17 +421,29 @@ def _avg_pool(x: Tensor, rank: int, fname: str, kernel_size: _Size, stride: Opti
               divisor_override: Optional[int]) -> Tensor:
     _check_tensor(x, fname)
     xb, unbatched = _batched(x, rank, fname)
-    params = _pool_params(tuple(xb.shape[2:]), rank, kernel_size, stride, padding, ceil_mode,
-                          count_include_pad, divisor_override)
-    y = _avg_pool_op(xb, *params, _result_channels_last(xb))
+    params: _PoolParams = _pool_params(tuple(xb.shape[2:]), rank, kernel_size, stride, padding,
+                                       ceil_mode, count_include_pad, divisor_override)
+    channels_last = _result_channels_last(xb)
+    if not _eager_direct(xb):
+        y = _avg_pool_op(xb, *params, channels_last)
+    elif _wants_grad(xb):
+        y = _EagerPool.apply(xb, params, channels_last)
+    else:
+        y = _pool_impl(xb, *params, channels_last)
     return y.squeeze(0) if unbatched else y
 
 
 def _adaptive(x: Tensor, rank: int, fname: str, output_size: Any) -> Tensor:
     _check_tensor(x, fname)
     xb, unbatched = _batched(x, rank, fname)
-    y = _adaptive_op(xb, _adaptive_params(tuple(xb.shape[2:]), rank, output_size),
-                     _result_channels_last(xb))
+    output_sizes = _adaptive_params(tuple(xb.shape[2:]), rank, output_size)
+    channels_last = _result_channels_last(xb)
+    if not _eager_direct(xb):
+        y = _adaptive_op(xb, output_sizes, channels_last)
+    elif _wants_grad(xb):
+        y = _EagerAdaptive.apply(xb, output_sizes, channels_last)
+    else:
+        y = _adaptive_impl(xb, output_sizes, channels_last)
     return y.squeeze(0) if unbatched else y
 
 

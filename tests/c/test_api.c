@@ -17,7 +17,7 @@
 
 #include "test_util.h"
 
-#define N_STATUS (AP_ERR_NAN_POLICY + 1)
+#define N_STATUS (AP_ERR_THREAD_POOL + 1)
 static int seen[N_STATUS]; /* status codes some invalid input produced */
 
 /* A call that must fail (or succeed) with `want`; records the code. */
@@ -212,6 +212,13 @@ static void test_invalid_inputs(void) {
     CHECK_STATUS(ap_set_isa(NULL), AP_OK);
     CHECK_STATUS(ap_set_isa(""), AP_OK);
     CHECK_STATUS(ap_set_isa("auto"), AP_OK);
+    /* AP_ERR_THREAD_POOL: the choice stays as it was */
+    const char *pool = ap_thread_pool();
+    EXPECT(ap_set_thread_pool("no-such-pool"), AP_ERR_THREAD_POOL);
+    EXPECT(ap_set_thread_pool("OpenMP"), AP_ERR_THREAD_POOL);
+    if (!ap_openmp_enabled()) EXPECT(ap_set_thread_pool("openmp"), AP_ERR_THREAD_POOL);
+    CHECK(strcmp(ap_thread_pool(), pool) == 0, "ap_thread_pool() = %s after refusals, was %s",
+          ap_thread_pool(), pool);
 }
 
 static void check_all_statuses_seen(void) {
@@ -742,6 +749,18 @@ static void test_build_info(void) {
               tu_isas[i], compiled);
     }
     ap_set_isa("auto");
+    /* ap_thread_pool: "own" by default (ctest sets no AVGPOOL_THREAD_POOL), "openmp" once
+     * chosen where OpenMP is built in, "own" again for NULL and "" */
+    CHECK(strcmp(ap_thread_pool(), "own") == 0, "ap_thread_pool() = %s", ap_thread_pool());
+    if (ap_openmp_enabled()) {
+        CHECK_STATUS(ap_set_thread_pool("openmp"), AP_OK);
+        CHECK(strcmp(ap_thread_pool(), "openmp") == 0, "ap_thread_pool() = %s", ap_thread_pool());
+    }
+    CHECK_STATUS(ap_set_thread_pool(NULL), AP_OK);
+    CHECK(strcmp(ap_thread_pool(), "own") == 0, "ap_thread_pool() = %s", ap_thread_pool());
+    CHECK_STATUS(ap_set_thread_pool(""), AP_OK);
+    CHECK(strcmp(ap_thread_pool(), "own") == 0, "ap_thread_pool() = %s", ap_thread_pool());
+    CHECK_STATUS(ap_set_thread_pool("own"), AP_OK);
     printf("version %s, isa %s, openmp %d, max threads %d\nbuild %s\n", ap_version(), isa,
            ap_openmp_enabled(), ap_max_threads(), build);
 }

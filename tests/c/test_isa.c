@@ -793,10 +793,15 @@ int main(int argc, char **argv) {
         memset(st, 0, sizeof st); /* the statistics below are the random cases' */
         for (int i = 0; i < TU_N_ISAS; ++i) st[i].available = ap_set_isa(tu_isas[i]) == AP_OK;
     }
+    /* odd cases run their threads on the OpenMP team, even ones on the own pool */
+    long on_openmp = 0;
     for (long ci = only >= 0 ? only : 0; ci < (only >= 0 ? only + 1 : ncases); ++ci) {
         tu_seed(seed * 1000003u + (uint64_t)ci);
         tcase c;
         gen_case(&c);
+        const int openmp = ap_openmp_enabled() && ci % 2 == 1;
+        if (ap_set_thread_pool(openmp ? "openmp" : "own") != AP_OK) abort();
+        on_openmp += openmp && c.threads > 1;
         check_case(&c, ci, st, -1);
     }
     ap_set_isa("auto");
@@ -808,10 +813,15 @@ int main(int argc, char **argv) {
         tu_seed(seed * 1000033u + (uint64_t)ci);
         tcase c;
         gen_case(&c);
+        const int openmp = ap_openmp_enabled() && ci % 2 == 1;
+        if (ap_set_thread_pool(openmp ? "openmp" : "own") != AP_OK) abort();
+        on_openmp += openmp && c.threads > 1;
         const double w = check_backward_case(&c, ci, bwd);
         if (w > bwd_worst) bwd_worst = w;
     }
     ap_set_isa("auto");
+    ap_set_thread_pool("own");
+    printf("threaded cases on the OpenMP team (forward and backward): %ld\n", on_openmp);
     printf("backward:");
     for (int i = 0; i < TU_N_ISAS; ++i)
         if (st[i].available) printf(" %s %ld cases", tu_isas[i], bwd[i]);
