@@ -72,6 +72,10 @@ static ap_status ap_check_tensor(const ap_tensor_desc *t, int32_t rank, int64_t 
     return AP_OK;
 }
 
+ap_status ap_tensor_check(const ap_tensor_desc *t, int64_t *plane) {
+    return ap_check_tensor(t, t->rank, plane, NULL);
+}
+
 /* The output's elements (times 8 bytes) must fit; `field` is blamed. */
 static ap_status ap_check_output(const ap_tensor_desc *t, const int64_t *out, int64_t *out_plane,
                                  const char *field, ap_error *err) {

@@ -63,6 +63,10 @@ typedef struct ap_plan {
                                    vector slack and the row sums), < 2^31   */
 } ap_plan;
 
+/* A tensor description's own rules (rank, layout, sizes, overflow), as the
+ * pooling calls check them; *plane: its elements per spatial volume. */
+ap_status ap_tensor_check(const ap_tensor_desc *t, int64_t *plane);
+
 ap_status ap_plan_pool(ap_plan *plan, const ap_pool_desc *desc, const ap_tensor_desc *input,
                        ap_dtype dtype, int num_threads);
 ap_status ap_plan_adaptive(ap_plan *plan, const ap_adaptive_desc *desc,

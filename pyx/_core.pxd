@@ -125,5 +125,7 @@ cdef extern from "avgpool.h" nogil:
     ap_status ap_set_isa(const char *name)
     int ap_openmp_enabled()
     int ap_max_threads()
+    ap_status ap_relayout(const ap_tensor_desc *input, ap_dtype dtype, const void *x, void *y,
+                          int num_threads)
     const char *ap_thread_pool()
     ap_status ap_set_thread_pool(const char *name)

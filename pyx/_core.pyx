@@ -254,6 +254,36 @@ def set_thread_pool(str name):
                          "thread pool 'openmp' needs OpenMP, which this build of avgpool lacks")
 
 
+def relayout(x, layout, out, num_threads):
+    """x, an (N, C, *spatial) array when layout is 'NCHW' or (N, *spatial, C) when 'NHWC',
+    copied into the other layout (into out, or a new array), by ap_relayout's tiles."""
+    cdef cnp.ndarray a = _prepare(x)
+    cdef int lay = _layout(layout)
+    cdef tuple shape = (<object>a).shape
+    cdef ap_tensor_desc t
+    if not 3 <= len(shape) <= 5:
+        raise ValueError(f"x must have 3 to 5 axes (batch, channels and 1 to 3 spatial), got "
+                         f"shape {shape}")
+    _tensor(&t, shape, len(shape) - 2, lay, "x")
+    cdef int nt = _threads(num_threads)
+    cdef Py_ssize_t last = len(shape) - 1  # (wraparound is off: no negative indices)
+    other = ((shape[0],) + shape[2:] + (shape[1],) if lay == AP_LAYOUT_NCHW
+             else (shape[0], shape[last]) + shape[1:last])
+    cdef cnp.ndarray y = _output(a, other, out, x)
+    cdef ap_dtype dtype = <ap_dtype>_dtype_code(a)
+    cdef const void *xp = cnp.PyArray_DATA(a)
+    cdef void *yp = cnp.PyArray_DATA(y)
+    cdef ap_status s
+    if cnp.PyArray_NBYTES(a) < _GIL_FREE_BYTES:
+        s = ap_relayout(&t, dtype, xp, yp, nt)
+    else:
+        with nogil:
+            s = ap_relayout(&t, dtype, xp, yp, nt)
+    if s != AP_OK:
+        _raise(s, "", "x")
+    return y
+
+
 cdef int _raise(ap_status status, str detail="", str argument=None) except -1:
     message = ap_status_string(status).decode()
     if detail:

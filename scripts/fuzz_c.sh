@@ -15,7 +15,7 @@ out=build/fuzz
 mkdir -p "$out/corpus"
 flags=(-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -g -O1 -Wall -Wextra
        -Icsrc/include)
-srcs=(csrc/api.c csrc/plan.c csrc/paths.c csrc/dispatch.c csrc/threading.c csrc/nan_omit.c csrc/kernels/scalar.c)
+srcs=(csrc/api.c csrc/plan.c csrc/paths.c csrc/dispatch.c csrc/threading.c csrc/nan_omit.c csrc/relayout.c csrc/kernels/scalar.c)
 if [ "$(uname -m)" = x86_64 ]; then
   flags+=(-DAP_HAVE_X86_KERNELS=1)
   clang "${flags[@]}" -mavx2 -mfma -mf16c -c csrc/kernels/avx2.c -o "$out/avx2.o"

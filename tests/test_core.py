@@ -468,3 +468,36 @@ def test_adaptive_out_writes_nothing_outside(case, guard):
     assert avgpool.adaptive_average_pool(x, outs, layout=layout, out=out) is out
     assert_same(out, avgpool.adaptive_average_pool(x, outs, layout=layout))
     assert (buf[:guard] == marker).all() and (buf[guard + size:] == marker).all()
+
+
+@given(st.integers(1, 3), st.integers(0, 3), st.integers(1, 70), st.data(),
+       st.sampled_from(DTYPES), st.sampled_from(LAYOUTS), st.integers(1, 3))
+def test_relayout_is_the_transpose(rank, n, c, data, dtype, layout, threads):
+    """ap_relayout (avgpool.torch's result conversion) against numpy's transpose: every
+    element in its place, for every element width, sizes around its 16-row tiles, threads."""
+    from avgpool import _core
+
+    spatial = tuple(data.draw(st.integers(1, 40 if rank == 1 else 12)) for _ in range(rank))
+    x_nchw = make_data(rank * 100 + c, (n, c) + spatial, dtype)
+    x = to_layout(x_nchw, layout)
+    y = _core.relayout(x, layout, None, threads)
+    want = to_layout(x_nchw, "NHWC") if layout == "NCHW" else np.ascontiguousarray(x_nchw)
+    assert y.dtype == x.dtype and y.shape == want.shape and y.tobytes() == want.tobytes()
+    out = np.full_like(want, 7)
+    assert _core.relayout(x, layout, out, threads) is out and out.tobytes() == want.tobytes()
+
+
+def test_relayout_errors():
+    from avgpool import _core
+
+    x = np.zeros((2, 3, 4), np.float32)
+    with pytest.raises(ValueError, match="3 to 5 axes"):
+        _core.relayout(np.zeros((2, 3), np.float32), "NCHW", None, None)
+    with pytest.raises(TypeError, match="dtype int32 is not supported"):
+        _core.relayout(x.astype(np.int32), "NCHW", None, None)
+    with pytest.raises(ValueError, match="out has shape"):
+        _core.relayout(x, "NCHW", np.zeros((2, 3, 4), np.float32), None)
+    with pytest.raises(ValueError, match="out must not overlap"):
+        _core.relayout(x.reshape(2, 4, 3), "NHWC", x.reshape(2, 3, 4), None)
+    with pytest.raises(ValueError, match="layout must be"):
+        _core.relayout(x, "CHW", None, None)

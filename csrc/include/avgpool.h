@@ -439,6 +439,16 @@ AP_API ap_status ap_adaptive_avgpool_bf16(const ap_adaptive_desc *desc,
 /* Library version "MAJOR.MINOR.PATCH" (static string), equal to the
  * AP_VERSION_* macros of the header it was built with. */
 AP_API const char *ap_version(void);
+/* Copy x, stored in input->layout, into y in the other layout (NCHW <->
+ * NHWC, the same batch, channels and spatial sizes): for a result wanted in
+ * the layout its input was not in. Copied in tiles that keep both sides'
+ * cache lines in use (a strided copy is several times slower);
+ * num_threads as for ap_avgpool. y must not overlap x. Errors: those of the
+ * tensor description (AP_ERR_RANK, AP_ERR_LAYOUT, AP_ERR_TENSOR_SIZE,
+ * AP_ERR_OVERFLOW), AP_ERR_DTYPE, AP_ERR_NULL_POINTER. */
+AP_API ap_status ap_relayout(const ap_tensor_desc *input, ap_dtype dtype, const void *x,
+                             void *y, int num_threads);
+
 /* How the library was built (static string), e.g. "compiler: GNU 12.2.0;
  * build type: Release; flags: -O3 -DNDEBUG; kernels: scalar avx2 avx512;
  * openmp: 201511": the kernels compiled in, not the ones this CPU can run

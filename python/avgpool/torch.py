@@ -12,7 +12,9 @@ The work is done by four operators registered with ``torch.library`` (``avgpool:
 ``avgpool::adaptive_avg_pool`` and their ``_backward``), each with a fake (meta)
 implementation and a registered autograd formula: gradients flow (the backward operators are
 differentiable too, so double backward works) and ``torch.compile(fullgraph=True)`` traces them
-without graph breaks. Channels-last tensors (``torch.channels_last``, ``channels_last_3d``, and
+without graph breaks. Plain eager calls, which nothing traces or intercepts, run the same
+kernels without the operators' Python dispatch, with the same results and gradients. Importing
+this module runs avgpool's threads on torch's OpenMP team (``avgpool.set_thread_pool``). Channels-last tensors (``torch.channels_last``, ``channels_last_3d``, and
 (N, C, L) tensors whose channels are the fastest axis) run the channels-last kernels on their own
 memory; any other strides are made contiguous first. The output's memory format is the one torch
 gives for the same call: channels last for the 1-D and 2-D functions on channels-last input,
@@ -28,6 +30,7 @@ import os
 from functools import lru_cache
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -120,15 +123,22 @@ def _layout_strides(shape: Sequence[int], nhwc: bool) -> Tuple[int, ...]:
     return tuple(strides)
 
 
-def _in_layout(y: Tensor, nhwc: bool) -> Tensor:
-    """y with exactly the strides _layout_strides gives (as the fake implementations' results
-    have): a view where only the strides of size-1 axes differ, else a copy."""
-    want = _layout_strides(y.shape, nhwc)
-    if y.stride() == want:
-        return y
-    if all(n == 1 or a == b for n, a, b in zip(y.shape, y.stride(), want)):
-        return y.as_strided(y.shape, want)
-    return torch.empty_strided(y.shape, want, dtype=y.dtype).copy_(y)
+def _in_layout(y: np.ndarray, y_nhwc: bool, nhwc: bool) -> Tensor:
+    """The result y, an ndarray stored channels last when y_nhwc, as an (N, C, *spatial) tensor
+    with exactly the strides _layout_strides gives for nhwc (as the fake implementations'
+    results have): a view when the layouts differ only in the strides of size-1 axes, else
+    copied across by ap_relayout (a strided copy is several times slower)."""
+    rank = y.ndim - 2
+    t = _api.numpy_to_torch(y)
+    if y_nhwc:
+        t = t.permute(_from_nhwc(rank))
+    want = _layout_strides(t.shape, nhwc)
+    if t.stride() == want:
+        return t
+    if all(n == 1 or a == b for n, a, b in zip(t.shape, t.stride(), want)):
+        return t.as_strided(t.shape, want)
+    other = _api.numpy_to_torch(_core.relayout(y, "NHWC" if y_nhwc else "NCHW", None, None))
+    return other.permute(_from_nhwc(rank)) if nhwc else other
 
 
 def _empty_in_layout(x: Tensor, shape: Sequence[int], nhwc: bool) -> Tensor:
@@ -138,27 +148,32 @@ def _empty_in_layout(x: Tensor, shape: Sequence[int], nhwc: bool) -> Tensor:
 def _run(x: Tensor, pool: Any, nhwc_out: bool) -> Tensor:
     """pool(ndarray, layout) on x's own memory when it is stored channels last or contiguous
     (else on a contiguous copy), the result in the layout nhwc_out asks for."""
-    rank = x.dim() - 2
     if _stored_channels_last(x):
-        y = _api.numpy_to_torch(pool(_api.as_array(x.permute(_to_nhwc(rank))), "NHWC"))
-        y = y.permute(_from_nhwc(rank))
-    else:
-        y = _api.numpy_to_torch(pool(_api.as_array(x.contiguous()), "NCHW"))
-    return _in_layout(y, nhwc_out)
+        return _in_layout(pool(_api.as_array(x.permute(_to_nhwc(x.dim() - 2))), "NHWC"), True,
+                          nhwc_out)
+    return _in_layout(pool(_api.as_array(x.contiguous()), "NCHW"), False, nhwc_out)
+
+
+def _as_layout_array(t: Tensor, nhwc: bool) -> np.ndarray:
+    """t's elements as an ndarray stored channels last when nhwc, else channels first: a view
+    when t is stored so, copied across by ap_relayout when stored the other way, else a copy."""
+    cl = t.permute(_to_nhwc(t.dim() - 2))
+    want, other = (cl, t) if nhwc else (t, cl)
+    if want.is_contiguous():
+        return _api.as_array(want)
+    if other.is_contiguous():
+        return _core.relayout(_api.as_array(other), "NCHW" if nhwc else "NHWC", None, None)
+    return _api.as_array(want.contiguous())
 
 
 def _run_backward(grad: Tensor, input_size: Sequence[int], nhwc: bool, backward: Any) -> Tensor:
     """backward(grad ndarray, input shape, layout): the gradient with respect to the input,
     computed and returned in the layout nhwc asks for."""
-    rank = len(input_size) - 2
+    shape = tuple(input_size)
     if nhwc:
-        g = _api.as_array(grad.permute(_to_nhwc(rank)).contiguous())
-        stored = (input_size[0],) + tuple(input_size[2:]) + (input_size[1],)
-        y = _api.numpy_to_torch(backward(g, stored, "NHWC")).permute(_from_nhwc(rank))
-    else:
-        y = _api.numpy_to_torch(backward(_api.as_array(grad.contiguous()), tuple(input_size),
-                                         "NCHW"))
-    return _in_layout(y, nhwc)
+        shape = (shape[0],) + shape[2:] + (shape[1],)
+    layout = "NHWC" if nhwc else "NCHW"
+    return _in_layout(backward(_as_layout_array(grad, nhwc), shape, layout), nhwc, nhwc)
 
 
 def _check_tensor(x: Any, fname: str) -> None:

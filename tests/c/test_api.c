@@ -721,6 +721,67 @@ static void test_nhwc_transpose(void) {
         }
 }
 
+/* ap_relayout: the index map NCHW <-> NHWC for every element width, with
+ * sizes around the 16-row tiles and several threads; a round trip gives the
+ * same bits; its errors. */
+static void test_relayout(void) {
+    tu_seed(11);
+    static const int64_t shapes[][5] = {/* N, C, rank, size0, size1 */
+                                        {1, 1, 1, 1, 1},   {2, 3, 1, 17, 1},  {1, 64, 2, 7, 9},
+                                        {3, 17, 2, 16, 16}, {2, 33, 1, 1000, 1}, {1, 130, 2, 31, 5}};
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; ++si)
+        for (int i = 0; i < 4; ++i)
+            for (int layout = 0; layout < 2; ++layout) {
+                const int64_t *sh = shapes[si];
+                const int64_t N = sh[0], C = sh[1], plane = sh[3] * sh[4];
+                ap_tensor_desc t = tensor(N, C, (int)sh[2], sh[3], sh[4], 1, (ap_layout)layout);
+                if (sh[2] == 1) t.sizes[0] = plane;
+                const ap_dtype dt = DTYPES[i];
+                const size_t es = dt == AP_DTYPE_F64 ? 8 : dt == AP_DTYPE_F32 ? 4 : 2;
+                const int64_t nx = N * C * plane;
+                char *x = malloc((size_t)nx * es), *y = malloc((size_t)nx * es),
+                     *z = malloc((size_t)nx * es);
+                if (!x || !y || !z) abort();
+                for (int64_t k = 0; k < nx; ++k) tu_set(dt, x, k, (double)(k % 2003) - 1000);
+                CHECK_STATUS(ap_relayout(&t, dt, x, y, (int)(1 + si % 3)), AP_OK);
+                long bad = 0;
+                for (int64_t n = 0; n < N; ++n)
+                    for (int64_t c = 0; c < C; ++c)
+                        for (int64_t p = 0; p < plane; ++p) {
+                            const int64_t first = (n * C + c) * plane + p, last = (n * plane + p) * C + c;
+                            const int64_t from = layout == AP_LAYOUT_NCHW ? first : last;
+                            const int64_t to = layout == AP_LAYOUT_NCHW ? last : first;
+                            bad += memcmp(x + from * (int64_t)es, y + to * (int64_t)es, es) != 0;
+                        }
+                CHECK(bad == 0, "ap_relayout %s N%lld C%lld plane %lld from %s: %ld elements misplaced",
+                      tu_dtype_name(dt), (long long)N, (long long)C, (long long)plane,
+                      layout ? "NHWC" : "NCHW", bad);
+                ap_tensor_desc back = t;
+                back.layout = layout ? AP_LAYOUT_NCHW : AP_LAYOUT_NHWC;
+                CHECK_STATUS(ap_relayout(&back, dt, y, z, 2), AP_OK);
+                CHECK(memcmp(x, z, (size_t)nx * es) == 0, "ap_relayout round trip differs");
+                free(x);
+                free(y);
+                free(z);
+            }
+    float one = 1, out = 0;
+    ap_tensor_desc t = tensor(1, 1, 2, 1, 1, 1, AP_LAYOUT_NCHW);
+    CHECK_STATUS(ap_relayout(NULL, AP_DTYPE_F32, &one, &out, 1), AP_ERR_NULL_POINTER);
+    CHECK_STATUS(ap_relayout(&t, AP_DTYPE_F32, NULL, &out, 1), AP_ERR_NULL_POINTER);
+    CHECK_STATUS(ap_relayout(&t, (ap_dtype)9, &one, &out, 1), AP_ERR_DTYPE);
+    t.layout = (ap_layout)5;
+    CHECK_STATUS(ap_relayout(&t, AP_DTYPE_F32, &one, &out, 1), AP_ERR_LAYOUT);
+    t = tensor(1, 1, 4, 1, 1, 1, AP_LAYOUT_NCHW);
+    CHECK_STATUS(ap_relayout(&t, AP_DTYPE_F32, &one, &out, 1), AP_ERR_RANK);
+    t = tensor(1, 1, 2, 0, 1, 1, AP_LAYOUT_NCHW);
+    CHECK_STATUS(ap_relayout(&t, AP_DTYPE_F32, &one, &out, 1), AP_ERR_TENSOR_SIZE);
+    t = tensor(INT64_MAX / 2, 4, 1, 1, 1, 1, AP_LAYOUT_NCHW);
+    CHECK_STATUS(ap_relayout(&t, AP_DTYPE_F32, &one, &out, 1), AP_ERR_OVERFLOW);
+    t = tensor(0, 4, 1, 3, 1, 1, AP_LAYOUT_NHWC); /* no element: nothing read or written */
+    CHECK_STATUS(ap_relayout(&t, AP_DTYPE_F32, NULL, NULL, 1), AP_OK);
+    CHECK(out == 0, "ap_relayout wrote on error");
+}
+
 static void test_build_info(void) {
     char v[64];
     snprintf(v, sizeof v, "%d.%d.%d", AP_VERSION_MAJOR, AP_VERSION_MINOR, AP_VERSION_PATCH);
@@ -1118,6 +1179,7 @@ int main(int argc, char **argv) {
     test_overflow();
     test_check_errors();
     test_tiles();
+    test_relayout();
     check_all_statuses_seen();
     const long before = tu_checks;
     printf("API contract: %ld checks\n", before);
