@@ -21,6 +21,8 @@
 
 #include "threading.h"
 
+_Thread_local int ap_team_slot, ap_team_size;
+
 /* The pool in use (ap_thread_pool in avgpool.h): -1 until the first query
  * reads AVGPOOL_THREAD_POOL; AP_POOL_UNAVAILABLE when it named no pool
  * (the work then runs on the own pool, the Python package refuses to load). */
@@ -132,7 +134,7 @@ static uint64_t ap_state(void) { return __atomic_load_n(&ap_pool.state, __ATOMIC
 
 static void *ap_worker(void *arg) {
     uint64_t seen = AP_GEN(ap_state());
-    (void)arg;
+    ap_team_slot = (int)(intptr_t)arg; /* its place in every team it joins: 1, 2, ... */
     for (;;) {
         uint64_t s = ap_state();
         for (int i = 0; AP_GEN(s) == seen && i < AP_SPIN; ++i) {
@@ -152,6 +154,7 @@ static void *ap_worker(void *arg) {
                AP_TOTAL(s) < (uint64_t)__atomic_load_n(&ap_pool.want, __ATOMIC_RELAXED)) {
             if (__atomic_compare_exchange_n(&ap_pool.state, &s, s + AP_TOTAL_ONE + AP_ACTIVE_ONE,
                                             0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+                ap_team_size = __atomic_load_n(&ap_pool.want, __ATOMIC_RELAXED) + 1;
                 ap_pool.work(ap_pool.ctx);
                 __atomic_sub_fetch(&ap_pool.state, AP_ACTIVE_ONE, __ATOMIC_SEQ_CST);
                 break;
@@ -182,17 +185,23 @@ void ap_pool_run(int nt, ap_work_fn work, void *ctx) {
     if (ap_pool_in_use() == AP_POOL_OPENMP) {
         /* the team shares the work through ctx's counter as the pool does */
 #pragma omp parallel num_threads(nt)
-        work(ctx);
+        {
+            ap_team_slot = omp_get_thread_num();
+            ap_team_size = omp_get_num_threads();
+            work(ctx);
+        }
         return;
     }
     if (pthread_mutex_trylock(&ap_pool.submit) != 0) { /* another job runs: alone */
+        ap_team_slot = 0, ap_team_size = 1;
         work(ctx);
         return;
     }
     const int want = nt - 1 < AP_POOL_MAX ? nt - 1 : AP_POOL_MAX;
     while (ap_pool.workers < want) {
         pthread_t t;
-        if (pthread_create(&t, NULL, ap_worker, NULL) != 0) break; /* fewer helpers */
+        if (pthread_create(&t, NULL, ap_worker, (void *)(intptr_t)(ap_pool.workers + 1)) != 0)
+            break; /* fewer helpers */
         pthread_detach(t);
         ++ap_pool.workers;
     }
@@ -200,6 +209,7 @@ void ap_pool_run(int nt, ap_work_fn work, void *ctx) {
     __atomic_store_n(&ap_pool.want, want, __ATOMIC_RELAXED);
     const uint64_t s = ap_state();
     __atomic_store_n(&ap_pool.state, ((AP_GEN(s) + 1) << AP_GEN_SHIFT) | AP_OPEN, __ATOMIC_SEQ_CST);
+    ap_team_slot = 0, ap_team_size = want + 1;
     if (__atomic_load_n(&ap_pool.sleepers, __ATOMIC_SEQ_CST) > 0) {
         pthread_mutex_lock(&ap_pool.lock);
         pthread_cond_broadcast(&ap_pool.wake);

@@ -29,13 +29,51 @@ static inline int64_t ap_chunk_size(int64_t n, int nthreads) {
     return c < 1 ? 1 : c;
 }
 
+/* The calling thread's place in the team running the current job (threading.c
+ * sets them: 0 for the caller, 1.. for the helpers; the team's size). */
+extern _Thread_local int ap_team_slot, ap_team_size;
+
+/* The chunks are split into up to AP_HOME_BLOCKS home blocks, one per team
+ * member: each thread takes the chunks of its own block first, in order, then
+ * those left in the others. The same member gets the same block on every
+ * call, so an input that fits in the cores' private caches stays in the
+ * cache of the core that read it last time (with one shared counter, which
+ * thread got which chunk changed from call to call: 1x64x112x112 channels
+ * last at 2 threads, Intel, 44 us against TFLite's 32). `next` holds one
+ * 16-bit count of chunks taken per block; more chunks than those counts hold
+ * (thread counts in the thousands) take one plain counter instead. */
+enum { AP_HOME_BLOCKS = 4, AP_HOME_CHUNKS_MAX = 0x7000 };
+
 static inline int ap_next_chunk(int64_t *next, int64_t n, int64_t chunk, int64_t *lo,
                                 int64_t *hi) {
-    const int64_t start = __atomic_fetch_add(next, chunk, __ATOMIC_RELAXED);
-    if (start >= n) return 0;
-    *lo = start;
-    *hi = n - start < chunk ? n : start + chunk;
-    return 1;
+    const int64_t chunks = (n + chunk - 1) / chunk;
+    int blocks = ap_team_size < AP_HOME_BLOCKS ? ap_team_size : AP_HOME_BLOCKS;
+    if (blocks < 1 || chunks > AP_HOME_CHUNKS_MAX) blocks = 1;
+    if (chunks < blocks) blocks = (int)chunks;
+    if (blocks <= 1) {
+        const int64_t start = __atomic_fetch_add(next, chunk, __ATOMIC_RELAXED);
+        if (start >= n) return 0;
+        *lo = start;
+        *hi = n - start < chunk ? n : start + chunk;
+        return 1;
+    }
+    const int me = ap_team_slot % blocks;
+    for (int j = 0; j < blocks; ++j) {
+        const int b = me + j < blocks ? me + j : me + j - blocks;
+        const int64_t first = chunks * b / blocks, size = chunks * (b + 1) / blocks - first;
+        const int shift = 16 * b;
+        /* a full block is passed without an add, so a count exceeds its block's size by at
+         * most the team's size: no carry into the next block's count */
+        if (((__atomic_load_n(next, __ATOMIC_RELAXED) >> shift) & 0xffff) >= size) continue;
+        const int64_t k =
+            (__atomic_fetch_add(next, (int64_t)1 << shift, __ATOMIC_RELAXED) >> shift) & 0xffff;
+        if (k < size) {
+            *lo = (first + k) * chunk;
+            *hi = n - *lo < chunk ? n : *lo + chunk;
+            return 1;
+        }
+    }
+    return 0;
 }
 
 /* A thread's allocation failed: the call returns AP_ERR_OUT_OF_MEMORY. */
