@@ -4,6 +4,7 @@
  * kernels are in api.c. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kernels/kernels.h"
 
@@ -87,4 +88,29 @@ const ap_kernel_table *ap_kernels(ap_status *status) {
 const char *ap_isa(void) {
     const ap_kernel_table *t = ap_kernels(NULL);
     return t ? t->isa : "unavailable";
+}
+
+/* Calls that move more bytes than this write their float32 output with
+ * streaming stores: AVGPOOL_STREAM_BYTES when set (read on each call, so a
+ * process can change it), else the last-level cache's size as the C library
+ * reports it, else 32 MiB. Past the cache the output goes to memory anyway,
+ * and a streaming store skips reading each line before writing it. */
+int64_t ap_stream_bytes(void) {
+    const char *e = getenv("AVGPOOL_STREAM_BYTES");
+    if (e && *e) {
+        char *end;
+        const long long v = strtoll(e, &end, 10);
+        if (*end == '\0' && v >= 0) return (int64_t)v;
+    }
+    static int64_t llc = 0;
+    int64_t c = __atomic_load_n(&llc, __ATOMIC_RELAXED);
+    if (c == 0) {
+        c = (int64_t)32 << 20;
+#if defined(_SC_LEVEL3_CACHE_SIZE)
+        const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+        if (l3 > 0) c = l3;
+#endif
+        __atomic_store_n(&llc, c, __ATOMIC_RELAXED);
+    }
+    return c;
 }

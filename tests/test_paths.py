@@ -214,3 +214,32 @@ def test_cli_explain(capsys):
     assert "x/window_size: window_size has 2 entries" in capsys.readouterr().err
     assert main(["info", "--explain", "windw=3"]) == 2
     assert "unknown key 'windw'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("shape,window,strides,pad", [
+    ((2, 3, 64, 64), (2, 2), (2, 2), 0),      # 32 outputs a row: two 64-byte lines
+    ((1, 4, 6, 448), (2, 2), (2, 2), 0),      # 224: the big bench case's row
+    ((1, 1, 130, 128), (3, 3), (1, 1), 1),    # stride 1, padded (a plane past same-flat's)
+    ((1, 1, 140, 160), (5, 5), (1, 1), 2),    # a wider window
+    ((1, 3, 9, 64), (3, 3), (2, 2), 1),       # 32 outputs, stride 2, padded
+])
+def test_rows_streamed_output(monkeypatch, shape, window, strides, pad):
+    """float32 channels-first rows whose output rows are whole 64-byte lines, written into a
+    64-byte aligned out=, go through streaming stores once a call moves more bytes than
+    AVGPOOL_STREAM_BYTES (default: the last-level cache's size; 0 here, so these small calls
+    take them): the same bits as plain stores, and the float64 reference."""
+    from avgpool._bench import _aligned, _aligned_empty
+
+    x = _aligned(np.random.default_rng(sum(shape)).standard_normal(shape).astype(np.float32))
+    desc = avgpool.AveragePoolingDesc(window, strides, (pad, pad), (pad, pad))
+    assert ": rows-" in avgpool.explain(desc, shape) or _core.isa() == "scalar"
+    out_shape = avgpool.average_pool(x, desc).shape
+    assert (out_shape[-1] * 4) % 64 == 0
+    plain, streamed = _aligned_empty(out_shape, np.float32), _aligned_empty(out_shape, np.float32)
+    avgpool.average_pool(x, desc, out=plain)
+    monkeypatch.setenv("AVGPOOL_STREAM_BYTES", "0")
+    avgpool.average_pool(x, desc, out=streamed)
+    avgpool.average_pool(x, desc, out=streamed, num_threads=2)
+    assert streamed.tobytes() == plain.tobytes()
+    want = ref_average_pool(x.astype(np.float64), window, strides, (pad, pad), (pad, pad))
+    np.testing.assert_allclose(streamed, want, rtol=TOL_REF[np.float32], atol=1e-6)

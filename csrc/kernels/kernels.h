@@ -52,6 +52,10 @@ ap_status ap_omit_run(const ap_plan *p, const ap_kernel_table *table, const void
  * unavailable instruction set; *status (if not NULL) then says AP_ERR_ISA. */
 const ap_kernel_table *ap_kernels(ap_status *status);
 
+/* Bytes a call must move (input read + output written) for its float32
+ * output to be written with streaming stores (dispatch.c). */
+int64_t ap_stream_bytes(void);
+
 /* ap_kernels_<isa> for every instruction set compiled in (isa.h). */
 #define AP_DECLARE_TABLE(isa) AP_ISA_BUILT_##isa(extern const ap_kernel_table ap_kernels_##isa;)
 AP_ISAS(AP_DECLARE_TABLE)
