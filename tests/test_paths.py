@@ -216,30 +216,36 @@ def test_cli_explain(capsys):
     assert "unknown key 'windw'" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("shape,window,strides,pad", [
-    ((2, 3, 64, 64), (2, 2), (2, 2), 0),      # 32 outputs a row: two 64-byte lines
-    ((1, 4, 6, 448), (2, 2), (2, 2), 0),      # 224: the big bench case's row
-    ((1, 1, 130, 128), (3, 3), (1, 1), 1),    # stride 1, padded (a plane past same-flat's)
-    ((1, 1, 140, 160), (5, 5), (1, 1), 2),    # a wider window
-    ((1, 3, 9, 64), (3, 3), (2, 2), 1),       # 32 outputs, stride 2, padded
+@pytest.mark.parametrize("layout,shape,window,strides,pad", [
+    ("NCHW", (2, 3, 64, 64), (2, 2), (2, 2), 0),     # 32 outputs a row: two 64-byte lines
+    ("NCHW", (1, 4, 6, 448), (2, 2), (2, 2), 0),     # 224: the big bench case's row
+    ("NCHW", (1, 1, 130, 128), (3, 3), (1, 1), 1),   # stride 1, padded (past same-flat's plane)
+    ("NCHW", (1, 1, 140, 160), (5, 5), (1, 1), 2),   # a wider window
+    ("NCHW", (1, 3, 9, 64), (3, 3), (2, 2), 1),      # 32 outputs, stride 2, padded
+    ("NHWC", (2, 10, 12, 64), (2, 2), (2, 2), 0),    # 64 channels: four lines a position
+    ("NHWC", (1, 9, 9, 16), (3, 3), (1, 1), 1),      # one line a position, padded
+    ("NHWC", (1, 7, 11, 80), (3, 3), (2, 2), 1),     # 80: a block of 4 vectors and one more
 ])
-def test_rows_streamed_output(monkeypatch, shape, window, strides, pad):
-    """float32 channels-first rows whose output rows are whole 64-byte lines, written into a
-    64-byte aligned out=, go through streaming stores once a call moves more bytes than
-    AVGPOOL_STREAM_BYTES (default: the last-level cache's size; 0 here, so these small calls
-    take them): the same bits as plain stores, and the float64 reference."""
+def test_streamed_output(monkeypatch, layout, shape, window, strides, pad):
+    """float32 results written with streaming stores: channels-first rows paths whose output
+    rows, and nhwc-direct calls whose channels, are whole 64-byte lines, into a 64-byte
+    aligned out=, once a call moves more bytes than AVGPOOL_STREAM_BYTES (default: the
+    last-level cache's size; 0 here, so these small calls take them). The same bits as plain
+    stores, and the float64 reference."""
     from avgpool._bench import _aligned, _aligned_empty
 
     x = _aligned(np.random.default_rng(sum(shape)).standard_normal(shape).astype(np.float32))
     desc = avgpool.AveragePoolingDesc(window, strides, (pad, pad), (pad, pad))
-    assert ": rows-" in avgpool.explain(desc, shape) or _core.isa() == "scalar"
-    out_shape = avgpool.average_pool(x, desc).shape
+    path = ": rows-" if layout == "NCHW" else ": nhwc-direct"
+    assert path in avgpool.explain(desc, shape, layout=layout) or _core.isa() == "scalar"
+    out_shape = avgpool.average_pool(x, desc, layout=layout).shape
     assert (out_shape[-1] * 4) % 64 == 0
     plain, streamed = _aligned_empty(out_shape, np.float32), _aligned_empty(out_shape, np.float32)
-    avgpool.average_pool(x, desc, out=plain)
+    avgpool.average_pool(x, desc, layout=layout, out=plain)
     monkeypatch.setenv("AVGPOOL_STREAM_BYTES", "0")
-    avgpool.average_pool(x, desc, out=streamed)
-    avgpool.average_pool(x, desc, out=streamed, num_threads=2)
+    avgpool.average_pool(x, desc, layout=layout, out=streamed)
+    avgpool.average_pool(x, desc, layout=layout, out=streamed, num_threads=2)
     assert streamed.tobytes() == plain.tobytes()
-    want = ref_average_pool(x.astype(np.float64), window, strides, (pad, pad), (pad, pad))
+    want = ref_average_pool(x.astype(np.float64), window, strides, (pad, pad), (pad, pad),
+                            layout=layout)
     np.testing.assert_allclose(streamed, want, rtol=TOL_REF[np.float32], atol=1e-6)
