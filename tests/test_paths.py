@@ -51,6 +51,9 @@ CASES = {
                      None),
     "rows-s1-wide": ("rows-s1", "NCHW", (2, 1, 9, 150),
                      dict(window_size=(4, 3), start_padding=(1, 0), end_padding=(1, 0)), None),
+    # rows of 1024 floats or more go one at a time instead of in groups of 8
+    "rows-s4k4-1d-wide": ("rows-s4k4", "NCHW", (2, 3, 4403),
+                          dict(window_size=(4,), strides=(4,), end_padding=(1,)), None),
     "rows-s4k4": ("rows-s4k4", "NCHW", (1, 3, 12, 37),
                   dict(window_size=(4, 4), strides=(4, 4), end_padding=(0, 3)), None),
     "rows-running": ("rows-running", "NCHW", (1, 2, 12, 100),
