@@ -252,3 +252,31 @@ def test_streamed_output(monkeypatch, layout, shape, window, strides, pad):
     want = ref_average_pool(x.astype(np.float64), window, strides, (pad, pad), (pad, pad),
                             layout=layout)
     np.testing.assert_allclose(streamed, want, rtol=TOL_REF[np.float32], atol=1e-6)
+
+
+@pytest.mark.parametrize("shape,window,strides,pad", [
+    ((1, 9, 11, 32), (3, 3), (1, 1), 1),     # taps read from the input
+    ((2, 7, 9, 48), (3, 3), (2, 2), 1),
+    ((1, 6, 8, 64), (2, 2), (2, 2), 0),
+    ((1, 9, 9, 32), (3, 3), (1, 1), 1),      # taps read from a row of column sums
+])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_nhwc_direct_misaligned_input(shape, window, strides, pad, dtype):
+    """nhwc-direct with C a whole number of vectors reads an input that starts inside a
+    vector's span (numpy's large arrays: 16 bytes past a page) with a masked head first, then
+    aligned loads: every start offset gives the bits of the aligned input and the reference."""
+    from avgpool._bench import _aligned, _aligned_empty
+
+    desc = avgpool.AveragePoolingDesc(window, strides, (pad, pad), (pad, pad))
+    assert ": nhwc-direct" in avgpool.explain(desc, shape, layout="NHWC") or _core.isa() == "scalar"
+    x = _aligned(np.random.default_rng(sum(shape)).uniform(-1, 1, shape).astype(dtype))
+    want = avgpool.average_pool(x, desc, layout="NHWC")
+    n = x.size
+    for offset in range(1, 16):
+        base = _aligned_empty((n + 16,), dtype)
+        xm = base[offset:offset + n].reshape(shape)
+        xm[...] = x
+        assert avgpool.average_pool(xm, desc, layout="NHWC").tobytes() == want.tobytes(), offset
+    ref = ref_average_pool(x.astype(np.float64), window, strides, (pad, pad), (pad, pad),
+                           layout="NHWC")
+    _close(want, ref, TOL_REF[dtype], f"{np.dtype(dtype)} vs float64 reference")
