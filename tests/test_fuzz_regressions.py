@@ -144,3 +144,24 @@ def test_empty_batch_with_overflowing_plane_names_x():
     with pytest.raises(ValueError) as e:
         avgpool.AdaptiveAveragePoolingDesc((1, 1, 1)).output_shape((0, 0, 1, 2, 2**62))
     assert names_one_of(str(e.value), ["x", "input_shape"]), str(e.value)
+
+
+@pytest.mark.parametrize("shape", [(0, 1), (1, 0, 1), (2, 0, 5, 5), (0, 3, 4, 4), (0, 2, 3, 4, 4)])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_torch_empty_results_keep_their_shape(shape, channels_last):
+    """test_fuzz_functional_adaptive_avg_pool found functional.adaptive_avg_pool1d of a
+    torch.zeros(0, 1) (unbatched, no channel) returning shape (1, 0) instead of (0, 1): its
+    result's strides differ from the wanted ones only on empty axes, and the conversion between
+    layouts (ap_relayout) was taken for a result already in the wanted layout. Empty results
+    now keep their shape and take torch's strides."""
+    torch = pytest.importorskip("torch")
+    x = torch.zeros(shape)
+    if channels_last and x.dim() in (4, 5):
+        x = x.contiguous(memory_format=torch.channels_last if x.dim() == 4
+                         else torch.channels_last_3d)
+    rank = max(x.dim() - 2, 1)
+    ours = getattr(functional, f"adaptive_avg_pool{rank}d")(x, [2] * rank)
+    want = getattr(torch.nn.functional, f"adaptive_avg_pool{rank}d")(x, [2] * rank)
+    assert ours.shape == want.shape and ours.stride() == want.stride()
+    # torch's windowed pools refuse empty channels (avgpool's rulings accept them): the shape
+    assert getattr(functional, f"avg_pool{rank}d")(x, 1).shape == x.shape

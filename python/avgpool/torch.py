@@ -137,6 +137,8 @@ def _in_layout(y: np.ndarray, y_nhwc: bool, nhwc: bool) -> Tensor:
         return t
     if all(n == 1 or a == b for n, a, b in zip(t.shape, t.stride(), want)):
         return t.as_strided(t.shape, want)
+    if y_nhwc == nhwc or t.numel() == 0:  # strides of empty axes: nothing to move
+        return torch.empty_strided(t.shape, want, dtype=t.dtype).copy_(t)
     other = _api.numpy_to_torch(_core.relayout(y, "NHWC" if y_nhwc else "NCHW", None, None))
     return other.permute(_from_nhwc(rank)) if nhwc else other
 
