@@ -278,6 +278,26 @@ def test_operators_seen_by_tracers_and_modes():
     assert "avgpool.avg_pool" in rec.ops
 
 
+def test_cached_operators_follow_the_thread_settings(monkeypatch):
+    """avgpool.torch runs cached compiled operators; a change of AVGPOOL_NUM_THREADS or of
+    torch's thread count (OpenMP's) between calls gets an operator with the new count."""
+    import numpy as np
+
+    desc = apt._pool_desc((2, 2), (2, 2), (0, 0), (4, 4), True, 0)
+    for n in ("1", "2", "3"):
+        monkeypatch.setenv("AVGPOOL_NUM_THREADS", n)
+        assert apt._operator(desc, (1, 2, 8, 8), np.dtype(np.float32), False).num_threads == int(n)
+    monkeypatch.delenv("AVGPOOL_NUM_THREADS")
+    before = torch.get_num_threads()
+    try:
+        for n in (1, 2):
+            torch.set_num_threads(n)
+            op = apt._operator(desc, (1, 2, 8, 8), np.dtype(np.float32), False)
+            assert op.num_threads == avgpool.info()["max_threads"] == n
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_functional_keeps_autograd():
     """avgpool.functional with torch tensors goes through the same operators."""
     from avgpool import functional

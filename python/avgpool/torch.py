@@ -147,13 +147,27 @@ def _empty_in_layout(x: Tensor, shape: Sequence[int], nhwc: bool) -> Tensor:
     return x.new_empty_strided(tuple(shape), _layout_strides(shape, nhwc))
 
 
-def _run(x: Tensor, pool: Any, nhwc_out: bool) -> Tensor:
-    """pool(ndarray, layout) on x's own memory when it is stored channels last or contiguous
-    (else on a contiguous copy), the result in the layout nhwc_out asks for."""
-    if _stored_channels_last(x):
-        return _in_layout(pool(_api.as_array(x.permute(_to_nhwc(x.dim() - 2))), "NHWC"), True,
-                          nhwc_out)
-    return _in_layout(pool(_api.as_array(x.contiguous()), "NCHW"), False, nhwc_out)
+def _operator(desc: Any, shape: Tuple[int, ...], dtype: np.dtype, nhwc: bool) -> Any:
+    """A compiled operator (avgpool.compile_operator) for desc on arrays of this shape, dtype
+    and layout, with the thread count and kernels a plain call would take now. Cached, as a
+    model calls the same pools on the same shapes every step: a call then checks only the
+    array (the plain call's checks and plan cost 20-80 us more between other operators)."""
+    return _operator_for(desc, shape, dtype, nhwc, os.environ.get("AVGPOOL_NUM_THREADS"),
+                         _core.max_threads(), _core.isa())
+
+
+@lru_cache(maxsize=256)
+def _operator_for(desc: Any, shape: Tuple[int, ...], dtype: np.dtype, nhwc: bool,
+                  env_threads: Optional[str], max_threads: int, isa: str) -> Any:
+    return _api.compile_operator(desc, shape, dtype, layout="NHWC" if nhwc else "NCHW")
+
+
+def _run(x: Tensor, desc: Any, nhwc_out: bool) -> Tensor:
+    """desc's pool on x's own memory when it is stored channels last or contiguous (else on a
+    contiguous copy), the result in the layout nhwc_out asks for."""
+    nhwc = _stored_channels_last(x)
+    a = _api.as_array(x.permute(_to_nhwc(x.dim() - 2)) if nhwc else x.contiguous())
+    return _in_layout(_operator(desc, a.shape, a.dtype, nhwc)(a), nhwc, nhwc_out)
 
 
 def _as_layout_array(t: Tensor, nhwc: bool) -> np.ndarray:
@@ -168,14 +182,14 @@ def _as_layout_array(t: Tensor, nhwc: bool) -> np.ndarray:
     return _api.as_array(want.contiguous())
 
 
-def _run_backward(grad: Tensor, input_size: Sequence[int], nhwc: bool, backward: Any) -> Tensor:
-    """backward(grad ndarray, input shape, layout): the gradient with respect to the input,
-    computed and returned in the layout nhwc asks for."""
+def _run_backward(grad: Tensor, input_size: Sequence[int], nhwc: bool, desc: Any) -> Tensor:
+    """desc's backward: the gradient with respect to an input of input_size, computed and
+    returned in the layout nhwc asks for."""
     shape = tuple(input_size)
     if nhwc:
         shape = (shape[0],) + shape[2:] + (shape[1],)
-    layout = "NHWC" if nhwc else "NCHW"
-    return _in_layout(backward(_as_layout_array(grad, nhwc), shape, layout), nhwc, nhwc)
+    g = _as_layout_array(grad, nhwc)
+    return _in_layout(_operator(desc, shape, g.dtype, nhwc).backward(g), nhwc, nhwc)
 
 
 def _check_tensor(x: Any, fname: str) -> None:
@@ -204,34 +218,26 @@ def _pool_desc(kernel: Tuple[int, ...], stride: Tuple[int, ...], padding: Tuple[
 def _pool_impl(x: Tensor, kernel: List[int], stride: List[int], padding: List[int],
                output_size: List[int], count_include_pad: bool, divisor_override: int,
                channels_last: bool) -> Tensor:
-    desc = _pool_desc(tuple(kernel), tuple(stride), tuple(padding), tuple(output_size),
-                      count_include_pad, divisor_override)
-    return _run(x, lambda a, layout: _api.average_pool(a, desc, layout=layout), channels_last)
+    return _run(x, _pool_desc(tuple(kernel), tuple(stride), tuple(padding), tuple(output_size),
+                              count_include_pad, divisor_override), channels_last)
 
 
 def _pool_backward_impl(grad: Tensor, input_size: List[int], kernel: List[int],
                         stride: List[int], padding: List[int], output_size: List[int],
                         count_include_pad: bool, divisor_override: int,
                         channels_last: bool) -> Tensor:
-    desc = _pool_desc(tuple(kernel), tuple(stride), tuple(padding), tuple(output_size),
-                      count_include_pad, divisor_override)
     return _run_backward(grad, input_size, channels_last,
-                         lambda g, shape, layout: _api.average_pool_backward(
-                             g, desc, shape, layout=layout))
+                         _pool_desc(tuple(kernel), tuple(stride), tuple(padding),
+                                    tuple(output_size), count_include_pad, divisor_override))
 
 
 def _adaptive_impl(x: Tensor, output_size: List[int], channels_last: bool) -> Tensor:
-    desc = adaptive_desc(tuple(output_size))
-    return _run(x, lambda a, layout: _api.adaptive_average_pool(a, desc, layout=layout),
-                channels_last)
+    return _run(x, adaptive_desc(tuple(output_size)), channels_last)
 
 
 def _adaptive_backward_impl(grad: Tensor, input_size: List[int], output_size: List[int],
                             channels_last: bool) -> Tensor:
-    desc = adaptive_desc(tuple(output_size))
-    return _run_backward(grad, input_size, channels_last,
-                         lambda g, shape, layout: _api.adaptive_average_pool_backward(
-                             g, desc, shape, layout=layout))
+    return _run_backward(grad, input_size, channels_last, adaptive_desc(tuple(output_size)))
 
 
 _avg_pool_op = torch.library.custom_op("avgpool::avg_pool", _pool_impl, mutates_args=())
