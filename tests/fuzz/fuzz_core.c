@@ -391,6 +391,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         ++ran;
     }
     ap_set_isa(NULL);
+    /* ap_relayout: to the other layout and back gives x's bits again */
+    uint8_t *w = (uint8_t *)malloc((size_t)n_in * es + 1);
+    uint8_t *v = (uint8_t *)malloc((size_t)n_in * es + 1);
+    if (!w || !v) abort();
+    ap_tensor_desc back = t;
+    back.layout = t.layout == AP_LAYOUT_NCHW ? AP_LAYOUT_NHWC : AP_LAYOUT_NCHW;
+    if (ap_relayout(&t, dtype, x, w, 1) != AP_OK || ap_relayout(&back, dtype, w, v, 2) != AP_OK ||
+        memcmp(x, v, (size_t)n_in * es) != 0)
+        abort();
+    free(w);
+    free(v);
     free(x);
     free(ref);
     free(y);
