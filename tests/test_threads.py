@@ -51,8 +51,9 @@ def test_thread_pool_choice():
         env = {k: v for k, v in os.environ.items() if k != "AVGPOOL_THREAD_POOL"}
         if value is not None:
             env["AVGPOOL_THREAD_POOL"] = value
-        return subprocess.run([sys.executable, "-c", code + "; print(avgpool.info()['thread_pool'])"],
-                              env=env, capture_output=True, text=True)
+        show = "; print(avgpool.info()['thread_pool'])"
+        return subprocess.run([sys.executable, "-c", code + show], env=env, capture_output=True,
+                              text=True)
 
     assert pool_after("import avgpool").stdout.strip() == "own"
     assert pool_after("import avgpool", "own").stdout.strip() == "own"

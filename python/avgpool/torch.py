@@ -14,7 +14,8 @@ implementation and a registered autograd formula: gradients flow (the backward o
 differentiable too, so double backward works) and ``torch.compile(fullgraph=True)`` traces them
 without graph breaks. Plain eager calls, which nothing traces or intercepts, run the same
 kernels without the operators' Python dispatch, with the same results and gradients. Importing
-this module runs avgpool's threads on torch's OpenMP team (``avgpool.set_thread_pool``). Channels-last tensors (``torch.channels_last``, ``channels_last_3d``, and
+this module runs avgpool's threads on torch's OpenMP team (``avgpool.set_thread_pool``).
+Channels-last tensors (``torch.channels_last``, ``channels_last_3d``, and
 (N, C, L) tensors whose channels are the fastest axis) run the channels-last kernels on their own
 memory; any other strides are made contiguous first. The output's memory format is the one torch
 gives for the same call: channels last for the 1-D and 2-D functions on channels-last input,
@@ -151,7 +152,7 @@ def _operator(desc: Any, shape: Tuple[int, ...], dtype: np.dtype, nhwc: bool) ->
     """A compiled operator (avgpool.compile_operator) for desc on arrays of this shape, dtype
     and layout, with the thread count and kernels a plain call would take now. Cached, as a
     model calls the same pools on the same shapes every step: a call then checks only the
-    array (the plain call's checks and plan cost 20-80 us more between other operators)."""
+    array (the plain call's checks and plan measured 20-60 us more between other operators)."""
     return _operator_for(desc, shape, dtype, nhwc, os.environ.get("AVGPOOL_NUM_THREADS"),
                          _core.max_threads(), _core.isa())
 

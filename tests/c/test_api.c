@@ -727,8 +727,9 @@ static void test_nhwc_transpose(void) {
 static void test_relayout(void) {
     tu_seed(11);
     static const int64_t shapes[][5] = {/* N, C, rank, size0, size1 */
-                                        {1, 1, 1, 1, 1},   {2, 3, 1, 17, 1},  {1, 64, 2, 7, 9},
-                                        {3, 17, 2, 16, 16}, {2, 33, 1, 1000, 1}, {1, 130, 2, 31, 5}};
+                                        {1, 1, 1, 1, 1},     {2, 3, 1, 17, 1},
+                                        {1, 64, 2, 7, 9},    {3, 17, 2, 16, 16},
+                                        {2, 33, 1, 1000, 1}, {1, 130, 2, 31, 5}};
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; ++si)
         for (int i = 0; i < 4; ++i)
             for (int layout = 0; layout < 2; ++layout) {
@@ -748,12 +749,13 @@ static void test_relayout(void) {
                 for (int64_t n = 0; n < N; ++n)
                     for (int64_t c = 0; c < C; ++c)
                         for (int64_t p = 0; p < plane; ++p) {
-                            const int64_t first = (n * C + c) * plane + p, last = (n * plane + p) * C + c;
+                            const int64_t first = (n * C + c) * plane + p;
+                            const int64_t last = (n * plane + p) * C + c;
                             const int64_t from = layout == AP_LAYOUT_NCHW ? first : last;
                             const int64_t to = layout == AP_LAYOUT_NCHW ? last : first;
                             bad += memcmp(x + from * (int64_t)es, y + to * (int64_t)es, es) != 0;
                         }
-                CHECK(bad == 0, "ap_relayout %s N%lld C%lld plane %lld from %s: %ld elements misplaced",
+                CHECK(bad == 0, "ap_relayout %s N%lld C%lld plane %lld from %s: %ld misplaced",
                       tu_dtype_name(dt), (long long)N, (long long)C, (long long)plane,
                       layout ? "NHWC" : "NCHW", bad);
                 ap_tensor_desc back = t;
