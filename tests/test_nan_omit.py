@@ -119,7 +119,7 @@ BOX_CASES = [
                                    end_padding=(0, 10), include_padding=True)),
     ("NCHW", (1, 2, 4, 20, 30), dict(window_size=(2, 9, 9), strides=(2, 1, 1))),
     ("NHWC", (1, 20, 24, 3), dict(window_size=(9, 9), start_padding=(4, 4), end_padding=(4, 4))),
-    ("NHWC", (2, 30, 25, 7), dict(window_size=(5, 5), start_padding=(3, 3), end_padding=(1, 1),
+    ("NHWC", (2, 30, 25, 7), dict(window_size=(5, 9), start_padding=(3, 3), end_padding=(1, 1),
                                   divisor_override=-7)),
     ("NCHW", (1, 1, 1036, 4), dict(window_size=(1030, 2), end_padding=(1, 0))),
 ]

@@ -97,13 +97,26 @@ CASES = {
     "box-1d": ("box", "NCHW", (1, 3, 90), dict(window_size=(17,), end_padding=(4,)), None),
     "box-3d": ("box", "NCHW", (1, 2, 4, 20, 30), dict(window_size=(2, 9, 9), strides=(2, 1, 1)),
                None),
+    # channels last, windows wider than 8 along W (narrower ones with fewer channels than a
+    # vector go through the rows path, below)
     "box-nhwc-rgb": ("box", "NHWC", (1, 30, 40, 3),
-                     dict(window_size=(5, 5), start_padding=(2, 2), end_padding=(2, 2)), None),
+                     dict(window_size=(5, 9), start_padding=(2, 4), end_padding=(2, 4)), None),
     "box-nhwc-c2": ("box", "NHWC", (1, 21, 19, 2),
-                    dict(window_size=(5, 7), start_padding=(2, 3), end_padding=(1, 3),
+                    dict(window_size=(5, 9), start_padding=(2, 3), end_padding=(1, 3),
                          divisor_override=30), None),
     "box-nhwc": ("box", "NHWC", (2, 20, 25, 7),
-                 dict(window_size=(5, 5), start_padding=(3, 3), end_padding=(1, 1)), None),
+                 dict(window_size=(5, 9), start_padding=(3, 3), end_padding=(1, 1)), None),
+    # channels last with fewer channels than a vector and a stride-1 window of at most 8 taps
+    # along W: one channel of W x C, a window of dilation C (csrc/api.c ap_flatten_channels)
+    "rows-s1-nhwc-flat-rgb": ("rows-s1", "NHWC", (1, 30, 40, 3),
+                              dict(window_size=(5, 5), start_padding=(2, 2),
+                                   end_padding=(2, 2)), None),
+    "rows-s1-nhwc-flat-c7": ("rows-s1", "NHWC", (2, 20, 25, 7),
+                             dict(window_size=(3, 3), strides=(2, 1), start_padding=(1, 1),
+                                  end_padding=(1, 1), include_padding=True), None),
+    "rows-s1-nhwc-flat-1d": ("rows-s1", "NHWC", (2, 50, 5),
+                             dict(window_size=(4,), start_padding=(2,), end_padding=(1,),
+                                  dilations=(2,)), None),
 }
 
 

@@ -237,3 +237,32 @@ def test_tile_errors():
     with pytest.raises(TypeError, match="desc must be"):
         avgpool.pool_tile(x, "3x3", shape, [slice(0, 2), slice(0, 2)])
     assert avgpool.pool_tile(x, desc, shape, [slice(0, 2), slice(0, 2)]).shape == (1, 2, 2, 2)
+
+
+FLATTENED = {  # channels last, fewer channels than a vector, stride-1 windows of <= 8 along W
+    "rgb-5x5": ((1, 30, 40, 3), dict(window_size=(5, 5), start_padding=(2, 2), end_padding=(2, 2))),
+    "c7-3x3-s2-h": ((2, 20, 25, 7), dict(window_size=(3, 3), strides=(2, 1), start_padding=(1, 1),
+                                        end_padding=(1, 1), include_padding=True)),
+    "1d-dilated": ((2, 50, 5), dict(window_size=(4,), start_padding=(2,), end_padding=(1,),
+                                    dilations=(2,))),
+}
+
+
+@pytest.mark.parametrize("name", list(FLATTENED))
+def test_flattened_channels_tiles_bitwise(name):
+    """Calls that the core plans as one channel of W x C (csrc/api.c ap_flatten_channels) plan
+    their tiles so too: the tiles of a partition give the whole call's bits."""
+    shape, kwargs = FLATTENED[name]
+    x = np.random.default_rng(len(name)).standard_normal(shape).astype(np.float32)
+    desc = avgpool.AveragePoolingDesc(**kwargs)
+    assert "taken as one channel" in avgpool.explain(desc, shape, layout="NHWC") or \
+        avgpool._core.isa() == "scalar"
+    whole = avgpool.average_pool(x, desc, layout="NHWC")
+    sizes = _spatial(whole.shape, "NHWC")
+    parts = [[slice(0, n // 3), slice(n // 3, n - 2), slice(n - 2, n)] for n in sizes]
+    got = np.full_like(whole, np.nan)
+    for box in itertools.product(*parts):
+        region = avgpool.tile_input_region(desc, x.shape, box, layout="NHWC")
+        tile = np.ascontiguousarray(x[_index(region, "NHWC")])
+        got[_index(box, "NHWC")] = avgpool.pool_tile(tile, desc, x.shape, box, layout="NHWC")
+    assert_same(got, whole)
