@@ -281,7 +281,8 @@ def test_operators_seen_by_tracers_and_modes():
 
 def test_cached_operators_follow_the_thread_settings(monkeypatch):
     """avgpool.torch runs cached compiled operators; a change of AVGPOOL_NUM_THREADS or of
-    torch's thread count (OpenMP's) between calls gets an operator with the new count."""
+    OpenMP's thread count (torch's, when avgpool shares torch's OpenMP runtime) between calls
+    gets an operator with the new count."""
     import numpy as np
 
     desc = apt._pool_desc((2, 2), (2, 2), (0, 0), (4, 4), True, 0)
@@ -294,7 +295,8 @@ def test_cached_operators_follow_the_thread_settings(monkeypatch):
         for n in (1, 2):
             torch.set_num_threads(n)
             op = apt._operator(desc, (1, 2, 8, 8), np.dtype(np.float32), False)
-            assert op.num_threads == avgpool.info()["max_threads"] == n
+            assert op.num_threads == avgpool.info()["max_threads"]
+            assert op.num_threads == n or not apt._shares_openmp_with_torch()
     finally:
         torch.set_num_threads(before)
 

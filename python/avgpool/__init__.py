@@ -112,8 +112,9 @@ def set_thread_pool(name: str) -> None:
     """Which threads help the calling thread run a call: ``"own"`` (the default), avgpool's own
     pool, whose workers spin briefly and then sleep, and which a busy core cannot hold up; or
     ``"openmp"``, the OpenMP team of the runtime the process has loaded, the threads PyTorch
-    runs its own operators on (``import avgpool.torch`` chooses it unless the environment
-    variable ``AVGPOOL_THREAD_POOL`` is set). Results are the same bits on either.
+    runs its own operators on when avgpool shares their OpenMP runtime (``import avgpool.torch``
+    chooses it then, unless the environment variable ``AVGPOOL_THREAD_POOL`` is set). Results
+    are the same bits on either.
 
     >>> import avgpool
     >>> avgpool.set_thread_pool("own"); avgpool.info()["thread_pool"]

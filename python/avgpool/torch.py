@@ -53,11 +53,29 @@ _PoolParams = Tuple[List[int], List[int], List[int], List[int], bool, int]
 # Threads: torch runs its operators on an OpenMP team, whose workers spin for a while after each
 # one. avgpool's own pool would add a second set of threads competing with them for the cores
 # (a global pool of 32x2048x7x7 between torch operators, 2 threads on 2 cores: 382 us on the own
-# pool, 226 us on torch's team), so calls run on that team unless AVGPOOL_THREAD_POOL is set.
+# pool, 226 us on torch's team), so calls run on that team when avgpool's OpenMP is torch's and
+# AVGPOOL_THREAD_POOL is unset. A wheel's own copy of libgomp would be a second team: no gain.
+def _shares_openmp_with_torch() -> bool:
+    """Whether avgpool's OpenMP runtime is torch's: one libgomp in the process (a build from
+    source linking the system's libgomp.so.1, which torch's has already claimed), not the
+    renamed copy a manylinux wheel carries. Probed by the thread count: torch's setting must
+    show in avgpool's (and is set back at once)."""
+    if not _core.openmp_enabled() or "parallel backend: OpenMP" not in \
+            torch.__config__.parallel_info():
+        return False
+    before = torch.get_num_threads()
+    probe = before + 1 if before < 2 else before - 1
+    try:
+        torch.set_num_threads(probe)
+        return _core.max_threads() == probe
+    finally:
+        torch.set_num_threads(before)
+
+
 def _torch_thread_pool() -> Optional[str]:
-    """The pool importing this module chooses: torch's OpenMP team, or None (no change)."""
-    if ("AVGPOOL_THREAD_POOL" not in os.environ and _core.openmp_enabled()
-            and "parallel backend: OpenMP" in torch.__config__.parallel_info()):
+    """The pool importing this module chooses: torch's OpenMP team when avgpool shares torch's
+    OpenMP runtime and AVGPOOL_THREAD_POOL is unset, else None (no change)."""
+    if "AVGPOOL_THREAD_POOL" not in os.environ and _shares_openmp_with_torch():
         return "openmp"
     return None
 
