@@ -168,10 +168,12 @@ ap_status ap_avgpool_tile(const ap_pool_desc *desc, const ap_tensor_desc *whole,
     ap_status s = ap_pool_check(desc, whole, NULL, NULL);
     if (s != AP_OK) return s;
     /* flattened as the whole call is (the same path, the same sums): the W entries of the
-     * boxes times C */
+     * boxes times C, when the flattened plan reads that input box (a box of windows that hold
+     * only padding reads one position, which does not scale: such tiles, whose outputs sum
+     * nothing, keep the layout) */
     ap_pool_desc fd;
     ap_tensor_desc fw;
-    ap_tile ft;
+    ap_tile ft, want;
     if (tile && ap_flatten_channels(desc, whole, dtype, &fd, &fw)) {
         const int w = whole->rank - 1;
         const int64_t C = whole->channels;
@@ -179,8 +181,13 @@ ap_status ap_avgpool_tile(const ap_pool_desc *desc, const ap_tensor_desc *whole,
         if (!ap_mul_overflow(tile->out_start[w], C, &ft.out_start[w]) &&
             !ap_mul_overflow(tile->out_size[w], C, &ft.out_size[w]) &&
             !ap_mul_overflow(tile->in_start[w], C, &ft.in_start[w]) &&
-            !ap_mul_overflow(tile->in_size[w], C, &ft.in_size[w]))
-            desc = &fd, whole = &fw, tile = &ft;
+            !ap_mul_overflow(tile->in_size[w], C, &ft.in_size[w])) {
+            want = ft;
+            if (ap_pool_tile_input(&fd, &fw, &want) == AP_OK &&
+                memcmp(want.in_start, ft.in_start, sizeof want.in_start) == 0 &&
+                memcmp(want.in_size, ft.in_size, sizeof want.in_size) == 0)
+                desc = &fd, whole = &fw, tile = &ft;
+        }
     }
     const ap_tensor_desc one = ap_one_plane(whole);
     ap_plan plan;

@@ -266,3 +266,18 @@ def test_flattened_channels_tiles_bitwise(name):
         tile = np.ascontiguousarray(x[_index(region, "NHWC")])
         got[_index(box, "NHWC")] = avgpool.pool_tile(tile, desc, x.shape, box, layout="NHWC")
     assert_same(got, whole)
+
+
+def test_flattened_channels_tile_of_padding_only_windows():
+    """test_dask's hypothesis run found a tile that failed with AP_ERR_TILE: a channels-last
+    call the core flattens to one channel of W x C (here L = 1, C = 2) whose tile holds only
+    windows of padding. Its input box is one position, which does not scale by C, so such a
+    tile keeps the layout (its outputs sum nothing: the same bits)."""
+    x = np.array([[[0.12573022, -0.13210486]]], dtype=np.float32)
+    desc = avgpool.AveragePoolingDesc((1,), (1,), (1,), (0,), output_sizes=(1,))
+    whole = avgpool.average_pool(x, desc, layout="NHWC")
+    region = avgpool.tile_input_region(desc, x.shape, [slice(0, 1)], layout="NHWC")
+    tile = np.ascontiguousarray(x[_index(region, "NHWC")])
+    got = avgpool.pool_tile(tile, desc, x.shape, [slice(0, 1)], layout="NHWC")
+    assert_same(got, whole)
+    assert np.isnan(whole).all()  # windows of padding only, excluded: 0 / 0
