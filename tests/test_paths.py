@@ -111,7 +111,7 @@ CASES = {
     "rows-s1-nhwc-flat-rgb": ("rows-s1", "NHWC", (1, 30, 40, 3),
                               dict(window_size=(5, 5), start_padding=(2, 2),
                                    end_padding=(2, 2)), None),
-    "rows-s1-nhwc-flat-c7": ("rows-s1", "NHWC", (2, 20, 25, 7),
+    "rows-s1-nhwc-flat-c2": ("rows-s1", "NHWC", (2, 20, 25, 2),
                              dict(window_size=(3, 3), strides=(2, 1), start_padding=(1, 1),
                                   end_padding=(1, 1), include_padding=True), None),
     "rows-s1-nhwc-flat-1d": ("rows-s1", "NHWC", (2, 50, 5),

@@ -241,7 +241,7 @@ def test_tile_errors():
 
 FLATTENED = {  # channels last, fewer channels than a vector, stride-1 windows of <= 8 along W
     "rgb-5x5": ((1, 30, 40, 3), dict(window_size=(5, 5), start_padding=(2, 2), end_padding=(2, 2))),
-    "c7-3x3-s2-h": ((2, 20, 25, 7), dict(window_size=(3, 3), strides=(2, 1), start_padding=(1, 1),
+    "c2-3x3-s2-h": ((2, 20, 25, 2), dict(window_size=(3, 3), strides=(2, 1), start_padding=(1, 1),
                                         end_padding=(1, 1), include_padding=True)),
     "1d-dilated": ((2, 50, 5), dict(window_size=(4,), start_padding=(2,), end_padding=(1,),
                                     dilations=(2,))),
