@@ -58,16 +58,18 @@ _PoolParams = Tuple[List[int], List[int], List[int], List[int], bool, int]
 def _shares_openmp_with_torch() -> bool:
     """Whether avgpool's OpenMP runtime is torch's: one libgomp in the process (a build from
     source linking the system's libgomp.so.1, which torch's has already claimed), not the
-    renamed copy a manylinux wheel carries. Probed by the thread count: torch's setting must
-    show in avgpool's (and is set back at once)."""
+    renamed copy a manylinux wheel carries. Probed by the thread count: two settings of torch's
+    must both show in avgpool's (one could match avgpool's own by chance); set back at once."""
     if not _core.openmp_enabled() or "parallel backend: OpenMP" not in \
             torch.__config__.parallel_info():
         return False
     before = torch.get_num_threads()
-    probe = before + 1 if before < 2 else before - 1
     try:
-        torch.set_num_threads(probe)
-        return _core.max_threads() == probe
+        shared = True
+        for probe in (1, 3):
+            torch.set_num_threads(probe)
+            shared = shared and _core.max_threads() == probe
+        return shared
     finally:
         torch.set_num_threads(before)
 
