@@ -52,12 +52,12 @@ static ap_status ap_operator_init(ap_operator *op, ap_status planned,
  * few lanes full (3x3 s1 on 1x1080x1920x3, 1 thread, Intel: 16.4 -> 2.9 ms). The scalar
  * kernels (one lane) and count_overhang (its 0 and -1 divisors do not carry over) keep the
  * layout; so do wider windows, for which the box path is faster. Fills *fd and *ft and returns
- * 1 when it applies; the caller has checked desc and input. */
+ * 1 when it applies to a valid desc and input (invalid ones are planned as given, to fail). */
 enum { AP_FLAT_TAPS = 8 };
 static int ap_flatten_channels(const ap_pool_desc *d, const ap_tensor_desc *t, ap_dtype dtype,
                                ap_pool_desc *fd, ap_tensor_desc *ft) {
-    if (t->layout != AP_LAYOUT_NHWC || d->count_overhang || d->rank < 1 || d->rank > 3 ||
-        t->rank != d->rank || t->channels < 1 || (unsigned)dtype > AP_DTYPE_BF16)
+    if (t->layout != AP_LAYOUT_NHWC || d->count_overhang || t->channels < 1 ||
+        (unsigned)dtype > AP_DTYPE_BF16 || ap_pool_check(d, t, NULL, NULL) != AP_OK)
         return 0;
     const ap_kernel_table *table = ap_kernels(NULL);
     const int w = d->rank - 1;
@@ -98,8 +98,7 @@ ap_status ap_avgpool(const ap_pool_desc *desc, const ap_tensor_desc *input, ap_d
     ap_operator op;
     ap_pool_desc fd;
     ap_tensor_desc ft;
-    const int flat = ap_pool_check(desc, input, NULL, NULL) == AP_OK &&
-                     ap_flatten_channels(desc, input, dtype, &fd, &ft);
+    const int flat = ap_flatten_channels(desc, input, dtype, &fd, &ft);
     ap_status s = ap_operator_init(&op, ap_plan_pool(&op.plan, flat ? &fd : desc,
                                                      flat ? &ft : input, dtype, num_threads),
                                    input);
@@ -256,8 +255,7 @@ ap_status ap_avgpool_backward(const ap_pool_desc *desc, const ap_tensor_desc *in
     ap_plan plan;
     ap_pool_desc fd;
     ap_tensor_desc ft;
-    const int flat = ap_pool_check(desc, input, NULL, NULL) == AP_OK &&
-                     ap_flatten_channels(desc, input, dtype, &fd, &ft);
+    const int flat = ap_flatten_channels(desc, input, dtype, &fd, &ft);
     ap_status s = ap_plan_pool(&plan, flat ? &fd : desc, flat ? &ft : input, dtype, num_threads);
     if (s == AP_OK) s = ap_backward_run(&plan, gy, gx);
     ap_plan_free(&plan);
@@ -383,8 +381,7 @@ ap_status ap_explain_pool(const ap_pool_desc *desc, const ap_tensor_desc *input,
     ap_plan plan;
     ap_pool_desc fd;
     ap_tensor_desc ft;
-    const int flat = ap_pool_check(desc, input, NULL, NULL) == AP_OK &&
-                     ap_flatten_channels(desc, input, dtype, &fd, &ft);
+    const int flat = ap_flatten_channels(desc, input, dtype, &fd, &ft);
     const ap_status s = ap_plan_pool(&plan, flat ? &fd : desc, flat ? &ft : input, dtype, 1);
     return ap_explain(&plan, s, dtype, flat ? input->channels : 0, buf, len);
 }
