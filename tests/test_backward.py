@@ -134,13 +134,17 @@ PHASE_CASES = {
 
 # Channels first, windows that do not overlap, small planes: each input element is its window's
 # gy / divisor through a per-plane owner map, for float32 one lane permute per vector when each
-# vector's owners lie within two vectors of outputs (the first three cases), else a gather (the
-# gaps of the last case send the uncovered positions to a 0 far from their neighbours).
+# vector's owners lie within two vectors of outputs (the first two cases), else a gather (the
+# gaps of the third case send the uncovered positions to a 0 far from their neighbours). One
+# window over the whole plane (the global cases, 1-3-D, one with a divisor override) fills
+# each plane with its one value instead.
 OWNER_MAP_CASES = {
     "2x2s2-14x14": ((2, 3, 14, 14), dict(window_size=(2, 2), strides=(2, 2))),
-    "global-7x7": ((2, 3, 7, 7), dict(window_size=(7, 7), strides=(7, 7))),
     "2x2s2-odd": ((1, 2, 9, 31), dict(window_size=(2, 2), strides=(2, 2), end_padding=(1, 1))),
     "k2s3-gaps": ((1, 2, 8, 40), dict(window_size=(2, 2), strides=(3, 3))),
+    "global-7x7": ((2, 3, 7, 7), dict(window_size=(7, 7), strides=(7, 7))),
+    "global-1d-37": ((2, 5, 37), dict(window_size=(37,))),
+    "global-3d-override": ((1, 3, 3, 5, 6), dict(window_size=(3, 5, 6), divisor_override=7)),
 }
 
 CHANNELS_FIRST_ROUTES = {**{f"phases-{k}": v for k, v in PHASE_CASES.items()},
