@@ -64,15 +64,27 @@ static inline vf v_gather_lt(const float *base, vi idx, vi ntaps, int32_t j) {
     return _mm256_mask_i32gather_ps(_mm256_setzero_ps(), base, idx, m, 4);
 }
 
+/* The first n (0..8) of 8 16-bit lanes, the rest 0, touching p[0 .. n) only: the pairs of
+ * lanes by a masked 32-bit load, an odd last lane blended in. A copy through a stack buffer
+ * (memcpy of a variable length) made the float16 tail of each 49-element plane cost more
+ * than the plane's six full vectors (global 32x2048x7x7 float16 channels first, 1 thread). */
 static inline __m128i ap_load16_n(const uint16_t *p, int n) {
-    uint16_t tmp[8] = {0};
-    memcpy(tmp, p, (size_t)n * sizeof(uint16_t));
-    return _mm_loadu_si128((const __m128i *)tmp);
+    const __m128i pairs = _mm_maskload_epi32(
+        (const int *)(const void *)p,
+        _mm_cmpgt_epi32(_mm_set1_epi32(n / 2), _mm_setr_epi32(0, 1, 2, 3)));
+    if (!(n & 1)) return pairs;
+    const __m128i last = _mm_cmpeq_epi16(_mm_setr_epi16(0, 1, 2, 3, 4, 5, 6, 7),
+                                         _mm_set1_epi16((short)(n - 1)));
+    return _mm_blendv_epi8(pairs, _mm_set1_epi16((short)p[n - 1]), last);
 }
 static inline void ap_store16_n(uint16_t *p, __m128i v, int n) {
-    uint16_t tmp[8];
-    _mm_storeu_si128((__m128i *)tmp, v);
-    memcpy(p, tmp, (size_t)n * sizeof(uint16_t));
+    _mm_maskstore_epi32((int *)(void *)p,
+                        _mm_cmpgt_epi32(_mm_set1_epi32(n / 2), _mm_setr_epi32(0, 1, 2, 3)), v);
+    if (n & 1) {
+        uint16_t tmp[8];
+        _mm_storeu_si128((__m128i *)tmp, v);
+        p[n - 1] = tmp[n - 1];
+    }
 }
 
 static inline vf v_load_f16(const uint16_t *p) {
