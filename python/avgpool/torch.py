@@ -88,18 +88,14 @@ if _torch_thread_pool() is not None:
 
 # ---------------------------------------------------------------------------------- layouts
 
+@lru_cache(maxsize=None)
 def _to_nhwc(rank: int) -> Tuple[int, ...]:
     return (0,) + tuple(range(2, rank + 2)) + (1,)
 
 
+@lru_cache(maxsize=None)
 def _from_nhwc(rank: int) -> Tuple[int, ...]:
     return (0, rank + 1) + tuple(range(1, rank + 1))
-
-
-def _stored_channels_last(x: Tensor) -> bool:
-    """Whether x (N, C, *spatial) is stored channels last, so the NHWC kernels can read it in
-    place, and not also plainly contiguous (then the NCHW kernels read it)."""
-    return not x.is_contiguous() and x.permute(_to_nhwc(x.dim() - 2)).is_contiguous()
 
 
 def _strides_like_channels_last(x: Tensor) -> bool:
@@ -153,6 +149,8 @@ def _in_layout(y: np.ndarray, y_nhwc: bool, nhwc: bool) -> Tensor:
     t = _api.numpy_to_torch(y)
     if y_nhwc:
         t = t.permute(_from_nhwc(rank))
+    if y_nhwc == nhwc and y.size and y.flags.c_contiguous:
+        return t  # a fresh result: numpy's C-order strides are those (3-4 us saved a call)
     want = _layout_strides(t.shape, nhwc)
     if t.stride() == want:
         return t
@@ -185,9 +183,14 @@ def _operator_for(desc: Any, shape: Tuple[int, ...], dtype: np.dtype, nhwc: bool
 
 def _run(x: Tensor, desc: Any, nhwc_out: bool) -> Tensor:
     """desc's pool on x's own memory when it is stored channels last or contiguous (else on a
-    contiguous copy), the result in the layout nhwc_out asks for."""
-    nhwc = _stored_channels_last(x)
-    a = _api.as_array(x.permute(_to_nhwc(x.dim() - 2)) if nhwc else x.contiguous())
+    contiguous copy), the result in the layout nhwc_out asks for. A tensor both contiguous and
+    channels last (sizes of 1) takes the NCHW kernels."""
+    if x.is_contiguous():
+        nhwc, a = False, _api.as_array(x)
+    else:
+        cl = x.permute(_to_nhwc(x.dim() - 2))
+        nhwc = cl.is_contiguous()
+        a = _api.as_array(cl if nhwc else x.contiguous())
     return _in_layout(_operator(desc, a.shape, a.dtype, nhwc)(a), nhwc, nhwc_out)
 
 
@@ -457,7 +460,16 @@ _pool_params_cached = lru_cache(maxsize=512)(_pool_params_of)
 
 @torch.compiler.assume_constant_result
 def _adaptive_params(spatial: Tuple[int, ...], rank: int, output_size: Any) -> List[int]:
-    return list(_functional.adaptive_sizes_for(spatial, rank, output_size))
+    key = (spatial, rank, _hashable(output_size))
+    try:
+        hash(key)
+    except TypeError:  # an argument of a type the checks will name
+        return list(_functional.adaptive_sizes_for(spatial, rank, output_size))
+    return list(_adaptive_sizes_cached(*key))
+
+
+# as _pool_params_cached: checked once per arguments and sizes
+_adaptive_sizes_cached = lru_cache(maxsize=512)(_functional.adaptive_sizes_for)
 
 
 def _avg_pool(x: Tensor, rank: int, fname: str, kernel_size: _Size, stride: Optional[_Size],
