@@ -143,8 +143,9 @@ OWNER_MAP_CASES = {
     "2x2s2-odd": ((1, 2, 9, 31), dict(window_size=(2, 2), strides=(2, 2), end_padding=(1, 1))),
     "k2s3-gaps": ((1, 2, 8, 40), dict(window_size=(2, 2), strides=(3, 3))),
     "global-7x7": ((2, 3, 7, 7), dict(window_size=(7, 7), strides=(7, 7))),
-    "global-1d-37": ((2, 5, 37), dict(window_size=(37,))),
-    "global-3d-override": ((1, 3, 3, 5, 6), dict(window_size=(3, 5, 6), divisor_override=7)),
+    "global-1d-37": ((2, 5, 37), dict(window_size=(37,), strides=(37,))),
+    "global-3d-override": ((1, 3, 3, 5, 6), dict(window_size=(3, 5, 6), strides=(3, 5, 6),
+                                                 divisor_override=7)),
 }
 
 CHANNELS_FIRST_ROUTES = {**{f"phases-{k}": v for k, v in PHASE_CASES.items()},
