@@ -78,6 +78,18 @@ static int ap_flatten_channels(const ap_pool_desc *d, const ap_tensor_desc *t, a
     return 1;
 }
 
+/* ap_plan_pool of the call as it runs: flattened when ap_flatten_channels applies (the plan's
+ * layout then differs from input's). */
+static ap_status ap_plan_pool_as_run(ap_plan *plan, const ap_pool_desc *desc,
+                                     const ap_tensor_desc *input, ap_dtype dtype,
+                                     int num_threads) {
+    ap_pool_desc fd;
+    ap_tensor_desc ft;
+    if (ap_flatten_channels(desc, input, dtype, &fd, &ft))
+        return ap_plan_pool(plan, &fd, &ft, dtype, num_threads);
+    return ap_plan_pool(plan, desc, input, dtype, num_threads);
+}
+
 ap_status ap_operator_run(const ap_operator *op, const void *x, void *y) {
     if (!op) return AP_ERR_NULL_POINTER;
     const ap_plan *plan = &op->plan;
@@ -96,12 +108,8 @@ ap_status ap_avgpool(const ap_pool_desc *desc, const ap_tensor_desc *input, ap_d
                      const void *x, void *y, int num_threads) {
     if (!desc || !input) return AP_ERR_NULL_POINTER;
     ap_operator op;
-    ap_pool_desc fd;
-    ap_tensor_desc ft;
-    const int flat = ap_flatten_channels(desc, input, dtype, &fd, &ft);
-    ap_status s = ap_operator_init(&op, ap_plan_pool(&op.plan, flat ? &fd : desc,
-                                                     flat ? &ft : input, dtype, num_threads),
-                                   input);
+    ap_status s = ap_operator_init(
+        &op, ap_plan_pool_as_run(&op.plan, desc, input, dtype, num_threads), input);
     if (s == AP_OK) s = ap_operator_run(&op, x, y);
     ap_plan_free(&op.plan);
     return s;
@@ -253,10 +261,7 @@ ap_status ap_avgpool_backward(const ap_pool_desc *desc, const ap_tensor_desc *in
                               ap_dtype dtype, const void *gy, void *gx, int num_threads) {
     if (!desc || !input) return AP_ERR_NULL_POINTER;
     ap_plan plan;
-    ap_pool_desc fd;
-    ap_tensor_desc ft;
-    const int flat = ap_flatten_channels(desc, input, dtype, &fd, &ft);
-    ap_status s = ap_plan_pool(&plan, flat ? &fd : desc, flat ? &ft : input, dtype, num_threads);
+    ap_status s = ap_plan_pool_as_run(&plan, desc, input, dtype, num_threads);
     if (s == AP_OK) s = ap_backward_run(&plan, gy, gx);
     ap_plan_free(&plan);
     return s;
@@ -299,11 +304,7 @@ ap_status ap_operator_create_pool(const ap_pool_desc *desc, const ap_tensor_desc
     if (!op) return AP_ERR_NULL_POINTER;
     ap_operator *o = (ap_operator *)calloc(1, sizeof *o);
     if (!o) return AP_ERR_OUT_OF_MEMORY;
-    ap_pool_desc fd;
-    ap_tensor_desc ft;
-    const int flat = ap_flatten_channels(desc, input, dtype, &fd, &ft);
-    return ap_operator_make(o, ap_plan_pool(&o->plan, flat ? &fd : desc, flat ? &ft : input,
-                                            dtype, num_threads),
+    return ap_operator_make(o, ap_plan_pool_as_run(&o->plan, desc, input, dtype, num_threads),
                             input, op);
 }
 
@@ -379,11 +380,9 @@ ap_status ap_explain_pool(const ap_pool_desc *desc, const ap_tensor_desc *input,
                           char *buf, size_t len) {
     if (!desc || !input || (!buf && len > 0)) return AP_ERR_NULL_POINTER;
     ap_plan plan;
-    ap_pool_desc fd;
-    ap_tensor_desc ft;
-    const int flat = ap_flatten_channels(desc, input, dtype, &fd, &ft);
-    const ap_status s = ap_plan_pool(&plan, flat ? &fd : desc, flat ? &ft : input, dtype, 1);
-    return ap_explain(&plan, s, dtype, flat ? input->channels : 0, buf, len);
+    const ap_status s = ap_plan_pool_as_run(&plan, desc, input, dtype, 1);
+    return ap_explain(&plan, s, dtype, s == AP_OK && plan.layout != input->layout
+                                           ? input->channels : 0, buf, len);
 }
 
 ap_status ap_explain_adaptive(const ap_adaptive_desc *desc, const ap_tensor_desc *input,
