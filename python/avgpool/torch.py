@@ -431,17 +431,23 @@ def _batched(x: Tensor, rank: int, fname: str) -> Tuple[Tensor, bool]:
 def _pool_params(spatial: Tuple[int, ...], rank: int, kernel_size: Any, stride: Any,
                  padding: Any, ceil_mode: Any, count_include_pad: Any,
                  divisor_override: Any) -> _PoolParams:
-    args = (spatial, rank, _hashable(kernel_size), _hashable(stride), _hashable(padding),
-            ceil_mode, count_include_pad, divisor_override)
-    try:
-        hash(args)
-    except TypeError:  # an argument of a type the checks below will name
-        return _pool_params_of(*args)
-    return _pool_params_cached(*args)
+    return _memoized(_pool_params_cached, (spatial, rank, _hashable(kernel_size),
+                                           _hashable(stride), _hashable(padding), ceil_mode,
+                                           count_include_pad, divisor_override))
 
 
 def _hashable(v: Any) -> Any:
     return tuple(v) if isinstance(v, list) else v
+
+
+def _memoized(cached: Any, args: Tuple[Any, ...]) -> Any:
+    """cached(*args), cached (an lru_cache), or its function uncached when an argument is
+    unhashable (of a type the checks will name)."""
+    try:
+        hash(args)
+    except TypeError:
+        return cached.__wrapped__(*args)
+    return cached(*args)
 
 
 def _pool_params_of(spatial: Tuple[int, ...], rank: int, kernel_size: Any, stride: Any,
@@ -460,12 +466,7 @@ _pool_params_cached = lru_cache(maxsize=512)(_pool_params_of)
 
 @torch.compiler.assume_constant_result
 def _adaptive_params(spatial: Tuple[int, ...], rank: int, output_size: Any) -> List[int]:
-    key = (spatial, rank, _hashable(output_size))
-    try:
-        hash(key)
-    except TypeError:  # an argument of a type the checks will name
-        return list(_functional.adaptive_sizes_for(spatial, rank, output_size))
-    return list(_adaptive_sizes_cached(*key))
+    return list(_memoized(_adaptive_sizes_cached, (spatial, rank, _hashable(output_size))))
 
 
 # as _pool_params_cached: checked once per arguments and sizes
