@@ -28,10 +28,13 @@ from strategies import BFLOAT16, assert_matches, reference_adaptive, reference_p
 # ---- (a) KeyboardInterrupt ----------------------------------------------------------------
 
 SIGINT_CHILD = textwrap.dedent(r'''
-    import sys, time
+    import signal, sys, time
     import numpy as np
     import avgpool
     from avgpool import onnx, openvino, functional, directml
+
+    # a shell's background job (`pytest &`) starts with SIGINT ignored, and so does this child
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
     isa = sys.argv[1]
     avgpool._core.set_isa(isa)
