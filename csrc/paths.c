@@ -13,6 +13,10 @@
  *   same-flat    'same' windows < 8 on planes <= 16384 elements: the whole
  *                plane's vertical and horizontal sums are flat loops (no
  *                per-row overhead, which dominates small planes);
+ *   plane-flat   rows of at most 40 elements (20 for stride-2 windows that
+ *                do not tile the rows) with a stride of 2+ or varying
+ *                windows along W: groups of whole planes, the outputs one
+ *                flat run (shuffles or gathers), no per-row work;
  *   rows-*       otherwise channels first goes row by row through a float
  *                row buffer; the horizontal pass by stride: 1 (loads),
  *                2 (even/odd shuffles), window 4 stride 4 (shuffles), a
@@ -120,6 +124,45 @@ static int64_t ap_rows_buflen(const ap_plan *p, int lanes) {
     return n > INT32_MAX / 8 ? 0 : n;
 }
 
+/* Whether windows k = s of 2 or 4 (dilation 1) tile each row from its
+ * start: no padding, every window whole (the rows' last columns may be
+ * left over). */
+static int ap_rows_tiled(const ap_plan *p) {
+    const ap_axis_plan *aw = &p->axis[2];
+    const int64_t k = aw->window;
+    if ((k != 2 && k != 4) || aw->step != 1) return 0;
+    for (int64_t o = 0; o < aw->out; ++o)
+        if (aw->first[o] != o * k || aw->taps[o] != k) return 0;
+    return 1;
+}
+
+/* Short rows on small planes, where the rows paths' fixed cost per output
+ * row dominates: rows of at most AP_PLANE_FLAT_MAX_W elements, or half
+ * that for stride-2 windows that do not tile the rows (gathered here,
+ * shuffled by rows-s2); not stride 1 (rows-s1 and same-flat load their
+ * taps unaligned), nor tall windows carried from row to row. 2 x 2 stride
+ * 2, 1 thread, Intel VM: 0.5x the rows path's time at W = 16, 0.9x at
+ * 32-40, 1.0x at 48; 3 x 3 stride 2 pad 1: 0.6x at 16, 0.86x at 24, 1.2x
+ * at 32. */
+#define AP_PLANE_FLAT_MAX_W 40
+static int ap_choose_plane_flat(ap_plan *p, char *why, size_t why_len) {
+    const ap_axis_plan *ad = &p->axis[0], *ah = &p->axis[1], *aw = &p->axis[2];
+    const int64_t R = ad->out * ah->out, W = aw->in;
+    if (aw->stride == 1 || p->vertical_running || W < 1 || W > AP_PLANE_FLAT_MAX_W ||
+        R > 16384 / W || R * aw->out > 16384)
+        return 0;
+    const int tiled = ap_rows_tiled(p);
+    const int64_t max_w =
+        tiled || aw->stride != 2 ? AP_PLANE_FLAT_MAX_W : AP_PLANE_FLAT_MAX_W / 2;
+    if (W > max_w) return 0;
+    p->path = AP_PATH_PLANE_FLAT, p->reason = "short rows on a small plane";
+    p->plane_tiled = tiled;
+    AP_WHY("rows of %lld <= %lld elements, %lld output rows a plane: groups of whole planes, "
+           "outputs %s", (long long)W, (long long)max_w, (long long)R,
+           tiled ? "summed by shuffles (windows tile the rows)" : "gathered");
+    return 1;
+}
+
 ap_path ap_choose_tile_path(ap_plan *p, const ap_plan *whole, int lanes) {
     ap_choose_path(p, lanes, NULL, 0); /* the tile's row_off and row_len */
     ap_path path = whole->path;
@@ -138,12 +181,13 @@ ap_path ap_choose_tile_path(ap_plan *p, const ap_plan *whole, int lanes) {
     p->vertical_running = whole->vertical_running;
     p->horizontal_running = whole->horizontal_running;
     p->nhwc_rowsums = whole->nhwc_rowsums;
+    p->plane_tiled = whole->plane_tiled;
     return path;
 }
 
 ap_path ap_choose_path(ap_plan *p, int lanes, char *why, size_t why_len) {
     const ap_axis_plan *ad = &p->axis[0], *ah = &p->axis[1], *aw = &p->axis[2];
-    p->vertical_running = p->horizontal_running = p->nhwc_rowsums = 0;
+    p->vertical_running = p->horizontal_running = p->nhwc_rowsums = p->plane_tiled = 0;
     p->row_off = p->row_len = p->row_buflen = 0;
     if (p->batch == 0 || p->channels == 0) {
         p->path = AP_PATH_NONE, p->reason = "no output element";
@@ -244,6 +288,7 @@ ap_path ap_choose_path(ap_plan *p, int lanes, char *why, size_t why_len) {
      * about in / out). */
     const int64_t hstep = ah->stride ? ah->stride : (ah->in + ah->out - 1) / ah->out;
     p->vertical_running = ah->window >= 8 && hstep * 6 < ah->window;
+    if (ap_choose_plane_flat(p, why, why_len)) return p->path;
     char vbuf[120];
     const char *vwhy = why ? ap_vertical_why(p, hstep, vbuf, sizeof vbuf) : "";
     if (s == 1 && d == 1 && k > 2 * lanes) {

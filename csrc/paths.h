@@ -25,6 +25,9 @@
       "channels first rows, stride 1 along W, window wider than two vectors: running sums") \
     X(ROWS_GATHER, "rows-gather",                                                          \
       "channels first rows, any other stride or varying windows along W: masked gathers")  \
+    X(PLANE_FLAT, "plane-flat",                                                            \
+      "channels first, short rows on small planes, stride 2+ or varying windows along W: " \
+      "groups of whole planes, rows summed into a dense buffer, outputs as one flat run")  \
     X(NHWC_DIRECT, "nhwc-direct",                                                          \
       "channels last, small windows (or rows too long for a cached buffer): channel "      \
       "vectors summed over the taps")                                                      \

@@ -53,6 +53,9 @@ typedef struct ap_plan {
     int horizontal_running;     /* nhwc-separable: sliding sums along W     */
     int nhwc_rowsums;           /* nhwc-direct: an output row's window rows
                                    summed into a (W, C) row first           */
+    int plane_tiled;            /* plane-flat: windows k = stride (2 or 4)
+                                   tile each row from its start: shuffles
+                                   over the whole buffer, else gathers      */
     int64_t row_off;            /* rows paths and nhwc-separable: input
                                    position q at row buffer position
                                    row_off + q (uniform windows read their

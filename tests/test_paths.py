@@ -54,15 +54,30 @@ CASES = {
     # rows of 1024 floats or more go one at a time instead of in groups of 8
     "rows-s4k4-1d-wide": ("rows-s4k4", "NCHW", (2, 3, 4403),
                           dict(window_size=(4,), strides=(4,), end_padding=(1,)), None),
-    "rows-s4k4": ("rows-s4k4", "NCHW", (1, 3, 12, 37),
+    "rows-s4k4": ("rows-s4k4", "NCHW", (1, 3, 12, 57),
                   dict(window_size=(4, 4), strides=(4, 4), end_padding=(0, 3)), None),
     "rows-running": ("rows-running", "NCHW", (1, 2, 12, 100),
                      dict(window_size=(9, 40), strides=(2, 1), start_padding=(2, 3),
                           end_padding=(2, 3)), None),
-    "rows-gather": ("rows-gather", "NCHW", (1, 2, 15, 29),
+    "rows-gather": ("rows-gather", "NCHW", (1, 2, 15, 49),
                     dict(window_size=(3, 3), strides=(3, 3), start_padding=(1, 1),
                          dilations=(1, 2)), None),
-    "rows-gather-adaptive": ("rows-gather", "NCHW", (2, 3, 13, 17), None, (5, 7)),
+    "rows-gather-adaptive": ("rows-gather", "NCHW", (2, 3, 13, 45), None, (5, 7)),
+    # rows of at most 40 elements (plane-flat): groups of whole planes; windows tiling the
+    # rows from their start summed by shuffles (2 x 2 leaving a column over, adaptive 14 -> 7,
+    # 4 x 4 on 3-D planes, a divisor that is not a power of two), others gathered (3 x 3
+    # stride 2 pad 1, adaptive 13 -> 5 x 17 -> 7)
+    "plane-flat-2x2": ("plane-flat", "NCHW", (2, 37, 14, 15),
+                       dict(window_size=(2, 2), strides=(2, 2)), None),
+    "plane-flat-adaptive-tiled": ("plane-flat", "NCHW", (1, 5, 14, 14), None, (7, 7)),
+    "plane-flat-4x4-3d": ("plane-flat", "NCHW", (1, 5, 3, 9, 34),
+                          dict(window_size=(2, 4, 4), strides=(1, 4, 4)), None),
+    "plane-flat-override": ("plane-flat", "NCHW", (1, 3, 8, 8),
+                            dict(window_size=(2, 2), strides=(2, 2), divisor_override=3), None),
+    "plane-flat-3x3s2": ("plane-flat", "NCHW", (1, 9, 11, 13),
+                         dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 1),
+                              end_padding=(1, 1)), None),
+    "plane-flat-adaptive": ("plane-flat", "NCHW", (2, 3, 13, 17), None, (5, 7)),
     "int32-fallback": ("scalar-fallback", "NCHW", (1, 3, 5),
                        dict(window_size=(2,), dilations=(BIG,), end_padding=(BIG,)), None),
     # overlapping windows (3 x 3 and 2 x 4, stride 1): over a row of column sums, channel tails

@@ -401,7 +401,7 @@ AP_API void ap_operator_destroy(ap_operator *op);
  * paths (and the names this line uses for them) are an implementation
  * detail that may change between versions: "none", "scalar",
  * "scalar-fallback", "global", "same-flat", "rows-s1", "rows-s2",
- * "rows-s4k4", "rows-running", "rows-gather", "nhwc-direct",
+ * "rows-s4k4", "rows-running", "rows-gather", "plane-flat", "nhwc-direct",
  * "nhwc-separable", "box". Nothing is pooled.
  * Errors: those of ap_pool_output_sizes, AP_ERR_DTYPE, AP_ERR_NULL_POINTER
  * (desc, input, or buf with len > 0), AP_ERR_OUT_OF_MEMORY (the per-axis

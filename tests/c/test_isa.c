@@ -691,10 +691,26 @@ static int path_cases(tcase *cases, int *paths) {
     paths[n] = AP_PATH_ROWS_S2;
     cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 2, SZ(17, 33), SZ(3, 3), SZ(2, 2), SZ(1, 1),
                             SZ(1, 1), NULL);
-    /* rows-s4k4 */
+    /* rows-s4k4 (rows longer than plane-flat's) */
     paths[n] = AP_PATH_ROWS_S4K4;
-    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 3, SZ(12, 37), SZ(4, 4), SZ(4, 4), NULL, SZ(0, 3),
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 3, SZ(12, 57), SZ(4, 4), SZ(4, 4), NULL,
+                            SZ(0, 3), NULL);
+    /* plane-flat, windows tiling the rows: 2 x 2 stride 2 on rows of 15 (the last column
+     * left over), 4 x 4 stride 4 on 3-D planes; shuffles over groups of whole planes */
+    paths[n] = AP_PATH_PLANE_FLAT;
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 2, 37, SZ(14, 15), SZ(2, 2), SZ(2, 2), NULL, NULL,
                             NULL);
+    paths[n] = AP_PATH_PLANE_FLAT;
+    cases[n++] = fixed_pool(3, AP_LAYOUT_NCHW, 1, 5, SZ(3, 9, 34), SZ(2, 4, 4), SZ(1, 4, 4), NULL,
+                            NULL, NULL);
+    /* plane-flat, gathered: 3 x 3 stride 2 pad 1 (divisors vary at the borders), and
+     * stride 3 dilation 2 */
+    paths[n] = AP_PATH_PLANE_FLAT;
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 9, SZ(11, 13), SZ(3, 3), SZ(2, 2), SZ(1, 1),
+                            SZ(1, 1), NULL);
+    paths[n] = AP_PATH_PLANE_FLAT;
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 2, 3, SZ(10, 29), SZ(3, 3), SZ(3, 3), SZ(1, 1),
+                            NULL, SZ(1, 2));
     /* rows-running: window width 40 > 2 x 16 lanes; 9 rows tall (vertical running sums);
      * stride 2 along H, else box */
     paths[n] = AP_PATH_ROWS_RUNNING;
@@ -721,9 +737,9 @@ static int path_cases(tcase *cases, int *paths) {
     paths[n] = AP_PATH_ROWS_S1;
     cases[n++] = fixed_pool(2, AP_LAYOUT_NHWC, 2, 2, SZ(20, 25), SZ(3, 3), SZ(2, 1), SZ(1, 1),
                             SZ(1, 1), NULL);
-    /* rows-gather: stride 3, dilation 2 along W */
+    /* rows-gather: stride 3, dilation 2 along W (rows longer than plane-flat's) */
     paths[n] = AP_PATH_ROWS_GATHER;
-    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 2, SZ(15, 29), SZ(3, 3), SZ(3, 3), SZ(1, 1),
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 2, SZ(15, 49), SZ(3, 3), SZ(3, 3), SZ(1, 1),
                             NULL, SZ(1, 2));
     /* scalar-fallback: effective window 2^28 + 1 (dilation 2^28), end padding
      * 2^28: row buffers past int32 indices; each window holds one input */
