@@ -51,7 +51,19 @@ CASES = {
                      None),
     "rows-s1-wide": ("rows-s1", "NCHW", (2, 1, 9, 150),
                      dict(window_size=(4, 3), start_padding=(1, 0), end_padding=(1, 0)), None),
-    # rows of 1024 floats or more go one at a time instead of in groups of 8
+    # rows of 1024 floats or more go one at a time instead of in groups of 8; where a window's
+    # input rows pass 32 KiB, in column strips of about 1024 inputs over blocks of 32 rows
+    # (strip boundaries inside windows, padding at both ends, a tail strip)
+    "rows-s1-strips": ("rows-s1", "NCHW", (1, 2, 40, 1200),
+                       dict(window_size=(7, 5), start_padding=(3, 2), end_padding=(3, 2)), None),
+    "rows-s2-strips-3d": ("rows-s2", "NCHW", (1, 1, 4, 9, 2100),
+                          dict(window_size=(2, 4, 3), strides=(1, 1, 2), start_padding=(0, 0, 1),
+                               end_padding=(0, 0, 1)), None),
+    "rows-gather-strips": ("rows-gather", "NCHW", (2, 1, 9, 3001),
+                           dict(window_size=(6, 3), strides=(1, 3), dilations=(1, 2)), None),
+    "rows-s1-nhwc-flat-strips": ("rows-s1", "NHWC", (1, 12, 700, 3),
+                                 dict(window_size=(5, 5), start_padding=(2, 2),
+                                      end_padding=(2, 2)), None),
     "rows-s4k4-1d-wide": ("rows-s4k4", "NCHW", (2, 3, 4403),
                           dict(window_size=(4,), strides=(4,), end_padding=(1,)), None),
     "rows-s4k4": ("rows-s4k4", "NCHW", (1, 3, 12, 57),

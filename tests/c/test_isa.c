@@ -711,6 +711,10 @@ static int path_cases(tcase *cases, int *paths) {
     paths[n] = AP_PATH_PLANE_FLAT;
     cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 2, 3, SZ(10, 29), SZ(3, 3), SZ(3, 3), SZ(1, 1),
                             NULL, SZ(1, 2));
+    /* rows-s1 in column strips: rows of 1100, a 7-row window (rows_nchw_ strips) */
+    paths[n] = AP_PATH_ROWS_S1;
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 2, SZ(37, 1100), SZ(7, 5), NULL, SZ(3, 2),
+                            SZ(3, 2), NULL);
     /* rows-running: window width 40 > 2 x 16 lanes; 9 rows tall (vertical running sums);
      * stride 2 along H, else box */
     paths[n] = AP_PATH_ROWS_RUNNING;
