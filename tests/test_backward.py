@@ -159,6 +159,26 @@ def test_backward_channels_first_routes(case_id, dtype):
     _check_pool(make_data(3, shape, dtype), kwargs, "NCHW", 11)
 
 
+# Channels last, 2-D, images whose gy / divisor and W-pass sums pass 1 MiB: each row of both is
+# made just before the first H-pass row that reads it (rows in step); a stride-2 window with
+# padding, and a dilated ceil window whose last output rows read no input row of their own.
+IN_STEP_CASES = {
+    "3x3s2p1": ((1, 37, 37, 256), dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 1),
+                                       end_padding=(1, 1))),
+    "3x3s2d2-ceil": ((1, 42, 38, 256), dict(window_size=(3, 3), strides=(2, 2),
+                                            dilations=(2, 1), output_sizes=(20, 19))),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("case_id", list(IN_STEP_CASES))
+def test_backward_channels_last_rows_in_step(case_id, dtype):
+    shape, kwargs = IN_STEP_CASES[case_id]
+    out = avgpool.AveragePoolingDesc(**kwargs).output_shape(shape, "NHWC")
+    assert out[1] * (out[2] + shape[2]) * shape[3] * 4 > 1 << 20  # s0 and s1 in float32
+    _check_pool(make_data(4, shape, dtype), kwargs, "NHWC", 13)
+
+
 # Gradients past 16 MiB (float32) are written with cache-bypassing stores in their last pass
 # (H, or D for 3-D): the same sums, so each image's gradient must equal, bit for bit, the one
 # computed alone (below the threshold); the output buffer starts off a vector boundary.
