@@ -115,11 +115,11 @@ static ap_status ap_omit_block(const ap_plan *p, const ap_plan *sums, ap_kernel_
     const int64_t n_in = units * p->in_plane * lanes, n_out = units * p->out_plane * lanes;
     float *clean = buf, *nan = buf + n_in, *sum = nan + n_in, *nans = sum + n_out;
     ap_omit_ctx c = {p, x, clean, nan, sum, nans, y, lanes};
-    ap_parallel_for(ap_threads_for(p, n_in), n_in, ap_omit_split, &c);
+    ap_parallel_for(ap_threads_for(p, n_in), n_in, n_in, ap_omit_split, &c);
     ap_status s = kernel(sums, clean, sum);
     if (s == AP_OK) s = kernel(sums, nan, nans);
     if (s == AP_OK)
-        ap_parallel_for(ap_threads_for(p, n_out), units * p->axis[0].out * p->axis[1].out,
+        ap_parallel_for(ap_threads_for(p, n_out), units * p->axis[0].out * p->axis[1].out, n_out,
                         ap_omit_finish, &c);
     return s;
 }

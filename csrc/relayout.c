@@ -79,6 +79,6 @@ ap_status ap_relayout(const ap_tensor_desc *input, ap_dtype dtype, const void *x
     int nt = num_threads > 0 ? num_threads : ap_max_threads();
     const int64_t most = total / AP_MIN_ELEMS_PER_THREAD;
     if (most < nt) nt = most < 1 ? 1 : (int)most;
-    ap_parallel_for(nt, input->batch * job.bands, ap_relayout_bands, &job);
+    ap_parallel_for(nt, input->batch * job.bands, total, ap_relayout_bands, &job);
     return AP_OK;
 }
