@@ -180,8 +180,9 @@ def test_backward_channels_last_rows_in_step(case_id, dtype):
 
 
 # Gradients past 16 MiB (float32) are written with cache-bypassing stores in their last pass
-# (H, or D for 3-D): the same sums, so each image's gradient must equal, bit for bit, the one
-# computed alone (below the threshold); the output buffer starts off a vector boundary.
+# (H, or D for 3-D; channels-last windows that do not overlap when the output is 64-byte
+# aligned): the same sums, so each image's gradient must equal, bit for bit, the one computed
+# alone (below the threshold); the output buffer starts on or off a vector boundary.
 STREAM_CASES = {
     "2d-nchw": ((2, 1, 1500, 1500), "NCHW", dict(window_size=(3, 3), strides=(2, 2),
                                                  start_padding=(1, 1), end_padding=(1, 1))),
@@ -189,17 +190,20 @@ STREAM_CASES = {
                                                 start_padding=(1, 1), end_padding=(1, 1))),
     "3d-nchw": ((2, 1, 7, 600, 601), "NCHW", dict(window_size=(3, 3, 3), strides=(2, 2, 2),
                                                   start_padding=(1, 1, 1))),
+    # stride 3 > window 2: rows and columns that no window reads get zeros
+    "2d-nhwc-spread": ((2, 500, 500, 16), "NHWC", dict(window_size=(2, 2), strides=(3, 3))),
 }
 
 
+@pytest.mark.parametrize("offset", [0, 1], ids=["aligned", "4-bytes-past"])
 @pytest.mark.parametrize("case_id", list(STREAM_CASES))
-def test_large_gradient_streamed_equals_per_image(case_id):
+def test_large_gradient_streamed_equals_per_image(case_id, offset):
     shape, layout, kwargs = STREAM_CASES[case_id]
     assert np.prod(shape) * 4 > 16 << 20 and np.prod(shape[1:]) * 4 < 16 << 20
     desc = avgpool.AveragePoolingDesc(**kwargs)
     gy = _grad_out(5, desc.output_shape(shape, layout), np.float32)
     raw = np.empty(int(np.prod(shape)) + 16, np.float32)
-    start = (-raw.ctypes.data % 64) // 4 + 1  # 4 bytes past a 64-byte boundary
+    start = (-raw.ctypes.data % 64) // 4 + offset  # offset floats past a 64-byte boundary
     out = raw[start:start + int(np.prod(shape))].reshape(shape)
     whole = avgpool.average_pool_backward(gy, desc, shape, layout=layout, out=out)
     assert whole is out
