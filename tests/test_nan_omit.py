@@ -247,3 +247,19 @@ def test_omit_large_plane_in_bands(layout, shape):
             out_index = (slice(None), slice(None)) + tuple(box) if layout == "NCHW" else (
                 (slice(None),) + tuple(box) + (slice(None),))
             assert_same(tile, y[out_index])
+
+
+def test_omit_divisor_past_float32_exact_integers():
+    """A window of more than 2^24 positions: its divisor minus the NaN count is an odd number no
+    float32 holds, so the float32 divide pass (exact up to 2^24) must leave it to the double path,
+    which rounds divisor - m once: 3 ones among zeros, 2 NaN, global mean = 3 / f32(4097^2 - 2)."""
+    x = np.zeros((1, 1, 4097, 4097), np.float32)
+    x[0, 0, 5, 7] = x[0, 0, 4000, 1] = x[0, 0, 17, 4096] = 1.0
+    x[0, 0, 9, 9] = x[0, 0, 4096, 4096] = np.nan
+    divisor = 4097 * 4097 - 2
+    assert divisor > 2**24 and float(np.float32(divisor)) != divisor
+    desc = avgpool.AdaptiveAveragePoolingDesc((1, 1), nan_policy="omit")
+    y = avgpool.adaptive_average_pool(x, desc)
+    expected = np.float32(3.0) / np.float32(divisor)
+    assert y.shape == (1, 1, 1, 1)
+    assert y[0, 0, 0, 0] == expected, (y[0, 0, 0, 0], expected)
