@@ -2,9 +2,14 @@
  * the name lookup over the list of instruction sets (isa.h), the "auto"
  * order, AVGPOOL_ISA (read once) and ap_set_isa. The entry points that run
  * kernels are in api.c. */
+#define _DEFAULT_SOURCE /* mincore: glibc declares it for the default or GNU sources only */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#if defined(__linux__) || defined(__APPLE__)
+#include <sys/mman.h>
+#endif
 
 #include "kernels/kernels.h"
 
@@ -113,4 +118,41 @@ int64_t ap_stream_bytes(void) {
         __atomic_store_n(&llc, c, __ATOMIC_RELAXED);
     }
     return c;
+}
+
+/* Whether the page holding p is in memory (mincore); 1 where that cannot be told. */
+static int ap_page_resident(const void *p) {
+#if defined(__linux__) || defined(__APPLE__)
+    static long page = 0;
+    long size = __atomic_load_n(&page, __ATOMIC_RELAXED);
+    if (size == 0) {
+        size = sysconf(_SC_PAGESIZE);
+        if (size <= 0 || (size & (size - 1)) != 0) size = 4096;
+        __atomic_store_n(&page, size, __ATOMIC_RELAXED);
+    }
+#if defined(__APPLE__)
+    char v = 0;
+#else
+    unsigned char v = 0;
+#endif
+    if (mincore((void *)((uintptr_t)p & ~(uintptr_t)(size - 1)), (size_t)size, &v) != 0) return 1;
+    return v & 1;
+#else
+    (void)p;
+    return 1;
+#endif
+}
+
+/* Judged from the first, middle and last pages. A buffer not written yet (fresh
+ * from the allocator) has none in memory: each page faults in on the first store
+ * and the kernel zero-fills it through the cache, where a streaming store to it
+ * then has to evict the zeros. Backward 2 x 2 s2 into a fresh 64-byte aligned
+ * 16x112x112x64 gradient (51 MB), Intel Xeon VM: 16.2 ms streamed against 9.3
+ * with plain stores at 1 thread, 8.3 against 4.7 at 2; the same buffer reused,
+ * 2.7 against 5.1 and 1.4 against 1.6. */
+int ap_pages_resident(const void *p, int64_t bytes) {
+    if (bytes <= 0) return 1;
+    const char *c = (const char *)p;
+    return ap_page_resident(c) && ap_page_resident(c + bytes / 2) &&
+           ap_page_resident(c + bytes - 1);
 }

@@ -179,10 +179,11 @@ def test_backward_channels_last_rows_in_step(case_id, dtype):
     _check_pool(make_data(4, shape, dtype), kwargs, "NHWC", 13)
 
 
-# Gradients past 16 MiB (float32) are written with cache-bypassing stores in their last pass
-# (H, or D for 3-D; channels-last windows that do not overlap when the output is 64-byte
-# aligned): the same sums, so each image's gradient must equal, bit for bit, the one computed
-# alone (below the threshold); the output buffer starts on or off a vector boundary.
+# Float32 gradients past 16 MiB, 64-byte aligned and already in memory, are written with
+# cache-bypassing stores in their last pass (H, or D for 3-D; channels-last windows that do not
+# overlap): the same sums, so each image's gradient must equal, bit for bit, the one computed
+# alone (below the threshold). The output buffer starts on a vector boundary (streamed) or off
+# it (plain stores), written once before (streamed) or fresh (plain stores).
 STREAM_CASES = {
     "2d-nchw": ((2, 1, 1500, 1500), "NCHW", dict(window_size=(3, 3), strides=(2, 2),
                                                  start_padding=(1, 1), end_padding=(1, 1))),
@@ -195,14 +196,15 @@ STREAM_CASES = {
 }
 
 
+@pytest.mark.parametrize("fresh", [False, True], ids=["written", "fresh"])
 @pytest.mark.parametrize("offset", [0, 1], ids=["aligned", "4-bytes-past"])
 @pytest.mark.parametrize("case_id", list(STREAM_CASES))
-def test_large_gradient_streamed_equals_per_image(case_id, offset):
+def test_large_gradient_streamed_equals_per_image(case_id, offset, fresh):
     shape, layout, kwargs = STREAM_CASES[case_id]
     assert np.prod(shape) * 4 > 16 << 20 and np.prod(shape[1:]) * 4 < 16 << 20
     desc = avgpool.AveragePoolingDesc(**kwargs)
     gy = _grad_out(5, desc.output_shape(shape, layout), np.float32)
-    raw = np.empty(int(np.prod(shape)) + 16, np.float32)
+    raw = (np.empty if fresh else np.ones)(int(np.prod(shape)) + 16, np.float32)
     start = (-raw.ctypes.data % 64) // 4 + offset  # offset floats past a 64-byte boundary
     out = raw[start:start + int(np.prod(shape))].reshape(shape)
     whole = avgpool.average_pool_backward(gy, desc, shape, layout=layout, out=out)

@@ -56,6 +56,10 @@ const ap_kernel_table *ap_kernels(ap_status *status);
  * output to be written with streaming stores (dispatch.c). */
 int64_t ap_stream_bytes(void);
 
+/* Whether the pages of [p, p + bytes) are in memory already (dispatch.c):
+ * streaming stores go only to those. */
+int ap_pages_resident(const void *p, int64_t bytes);
+
 /* ap_kernels_<isa> for every instruction set compiled in (isa.h). */
 #define AP_DECLARE_TABLE(isa) AP_ISA_BUILT_##isa(extern const ap_kernel_table ap_kernels_##isa;)
 AP_ISAS(AP_DECLARE_TABLE)

@@ -87,6 +87,9 @@ static void *gbuf_alloc(gbuf *g, size_t bytes, int at_end) {
     g->p = g->map = malloc(bytes);
     if (!g->p) abort();
 #endif
+    /* written once, so that its pages are in memory: outputs then take streaming stores where
+     * a call's size calls for them (fresh pages take plain ones, ap_pages_resident) */
+    memset(g->p, 0xff, bytes);
     return g->p;
 }
 
