@@ -236,23 +236,31 @@ static void ap_omit_band_range(const ap_omit_job *j, int64_t k, int64_t *o0, int
     *o1 = hi < ax->out ? hi : ax->out;
 }
 
-static ap_status ap_omit_band(const ap_omit_job *j, int64_t u, int64_t k, float *buf) {
+/* Band k as a tile of the unit: its outputs along the band axis and the input
+ * they read there, whole along the others (their input rows are contiguous and
+ * read whole). */
+static ap_status ap_omit_band_tile(const ap_omit_job *j, int64_t k, ap_tile *tile) {
     const int a = j->band_axis;
-    ap_tile tile;
     for (int b = 0; b < 3; ++b) {
-        tile.out_start[b] = tile.in_start[b] = 0;
-        tile.out_size[b] = j->unit.axis[b].out;
-        tile.in_size[b] = j->unit.axis[b].in;
+        tile->out_start[b] = tile->in_start[b] = 0;
+        tile->out_size[b] = j->unit.axis[b].out;
+        tile->in_size[b] = j->unit.axis[b].in;
     }
     int64_t o0, o1;
     ap_omit_band_range(j, k, &o0, &o1);
-    tile.out_start[a] = o0, tile.out_size[a] = o1 - o0;
-    /* the band's input along axis a; whole along the others (their input rows are
-     * contiguous and read whole) */
-    ap_tile box = tile;
-    ap_status s = ap_plan_tile_input(&j->unit, 3, &box);
+    tile->out_start[a] = o0, tile->out_size[a] = o1 - o0;
+    ap_tile box = *tile;
+    const ap_status s = ap_plan_tile_input(&j->unit, 3, &box);
+    tile->in_start[a] = box.in_start[a], tile->in_size[a] = box.in_size[a];
+    return s;
+}
+
+static ap_status ap_omit_band(const ap_omit_job *j, int64_t u, int64_t k, float *buf) {
+    const int a = j->band_axis;
+    ap_tile tile;
+    ap_status s = ap_omit_band_tile(j, k, &tile);
     if (s != AP_OK) return s;
-    tile.in_start[a] = box.in_start[a], tile.in_size[a] = box.in_size[a];
+    const int64_t o0 = tile.out_start[a];
     ap_plan band;
     band.storage = NULL;
     s = ap_plan_tile(&band, &j->unit, 3, &tile);
@@ -332,15 +340,7 @@ ap_status ap_omit_run(const ap_plan *p, const ap_kernel_table *table, const void
         int64_t span = 1; /* the largest band's input along axis a */
         for (int64_t k = j.first_band; k < j.first_band + j.bands; ++k) {
             ap_tile t;
-            for (int b = 0; b < 3; ++b) {
-                t.out_start[b] = t.in_start[b] = 0;
-                t.out_size[b] = p->axis[b].out;
-                t.in_size[b] = p->axis[b].in;
-            }
-            int64_t o0, o1;
-            ap_omit_band_range(&j, k, &o0, &o1);
-            t.out_start[a] = o0, t.out_size[a] = o1 - o0;
-            const ap_status s = ap_plan_tile_input(&j.unit, 3, &t);
+            const ap_status s = ap_omit_band_tile(&j, k, &t);
             if (s != AP_OK) return s;
             if (t.in_size[a] > span) span = t.in_size[a];
         }
