@@ -8,6 +8,8 @@ processes on float64 data, so its result must be bitwise the in-memory one which
 the workers pick.
 """
 
+from collections import Counter
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -108,40 +110,79 @@ def test_task_memory_is_a_chunk_and_its_halo():
 _WINDOW_15 = avgpool.AveragePoolingDesc((15, 15), start_padding=(7, 7), end_padding=(7, 7))
 
 
-def test_zarr_source_is_read_per_tile():
-    """Chunks that are reads of one array-like (here zarr, as da.from_zarr and xarray.open_zarr
-    make them): each task reads its own tile, halo included, from the source, and depends on
-    nothing else, so no task holds a neighbour's chunk; the result is the whole call's."""
-    zarr = pytest.importorskip("zarr", reason="zarr is a test extra")
-    x = make_data(3, (1, 2, 300, 260), FLOAT32)
-    source = zarr.array(x, chunks=(1, 1, 64, 64))
-    dx = da.from_zarr(source)
+class _CountingSource:
+    """An array-like whose reads are recorded (each one a read of a store)."""
+
+    def __init__(self, x):
+        self.x, self.shape, self.dtype, self.ndim = x, x.shape, x.dtype, x.ndim
+        self.reads = []
+
+    def __getitem__(self, key):
+        self.reads.append(key)
+        return self.x[key]
+
+
+def _chunk_of(bounds, where):
+    """The chunk index that holds a read's slices (each read lies within one chunk)."""
+    index = []
+    for b, s in zip(bounds, where):
+        i = int(np.searchsorted(b, s.start, side="right")) - 1
+        assert b[i] <= s.start < s.stop <= b[i + 1]
+        index.append(i)
+    return tuple(index)
+
+
+def test_source_is_read_per_tile_and_halo():
+    """Chunks that are reads of one array-like (as da.from_zarr and xarray.open_zarr make them):
+    each task reads its tile from the source, not from its neighbours' chunks, so no task holds
+    a neighbour's chunk; the thin halo parts of a chunk come from one task that reads the chunk
+    and keeps only them. Every chunk is read at most twice (its tile, its halo), where reading
+    each tile's parts itself would read it up to 9 times; the result is the whole call's."""
+    x = make_data(3, (1, 2, 288, 260), FLOAT32)  # chunks 96 x (96, 96, 68)
+    source = _CountingSource(x)
+    chunks = (1, 1, 96, 96)
+    dx = da.from_array(source, chunks=chunks)
     lazy = avgpool.dask.average_pool(dx, _WINDOW_15)
     layer = lazy.dask.layers[lazy.name]
-    assert all(key[0] == lazy.name for key in layer)  # no halo slices
     graph = dict(lazy.dask)
-    deps = {frozenset(get_dependencies(graph, key)) for key in layer}
-    assert len(deps) == 1  # every task depends on one key: the source, not a chunk
-    (source,) = deps.pop()
-    assert not isinstance(source, tuple) and source in graph
-    reads = [task[1] for task in layer.values()]
-    assert len(reads) == lazy.npartitions and all(t[0].__name__ == "_read" for t in reads)
-    for key, task in layer.items():
-        # the tile: its output chunk's rows / columns and 7 more on each side, read in one
-        # part per input chunk it overlaps (at most 3 x 3 here)
-        parts = task[1][6]
-        assert 1 <= len(parts) <= 9
-        for axis in (2, 3):
-            lo = sum(lazy.chunks[axis][:key[1 + axis]])
-            hi = lo + lazy.chunks[axis][key[1 + axis]]
-            read = (min(w[axis].start for w, _ in parts), max(w[axis].stop for w, _ in parts))
-            assert read == (max(lo - 7, 0), min(hi + 7, x.shape[axis]))
-        assert sum(np.prod([s.stop - s.start for s in w]) for w, _ in parts) == np.prod(task[1][4])
-    assert_same(lazy.compute(), avgpool.average_pool(x, _WINDOW_15))
+    (source_key,) = {k for k in graph if k not in layer and not isinstance(k, tuple)}
+    halo = {key for key in layer if key[0] != lazy.name}
+    assert halo and all(layer[key][0].__name__ == "_read_parts" for key in halo)
+    for key in halo:  # kept parts: 7 wide (corners 7 x 7)
+        assert all(min(s.stop - s.start for s in sl[2:]) == 7 for sl in layer[key][5])
+    for key in layer:  # tiles depend on the source and halo tasks, never on a chunk
+        assert get_dependencies(graph, key) <= halo | {source_key}
+    got = lazy.compute(scheduler="sync")
+    bounds = [np.cumsum((0,) + c) for c in dx.chunks]
+    per_chunk = Counter(_chunk_of(bounds, where) for where in source.reads
+                        if all(isinstance(s, slice) and s.stop > s.start for s in where))
+    assert len(per_chunk) == dx.npartitions and max(per_chunk.values()) == 2
+    assert_same(got, avgpool.average_pool(x, _WINDOW_15))
+    # windows wider than half a chunk: halo parts are not thin, so tiles read every part
+    # themselves, one read per chunk they overlap
+    source.reads.clear()
+    small = avgpool.dask.average_pool(da.from_array(source, chunks=(1, 1, 24, 24)), _WINDOW_15)
+    reads = [task[1] for key, task in small.dask.layers[small.name].items()
+             if key[0] == small.name]
+    assert max(len(task[6]) for task in reads) == 9  # the (_read ...) task's own parts
+    assert_same(small.compute(scheduler="sync"), avgpool.average_pool(x, _WINDOW_15))
     # an in-memory dask array (chunks are data, not reads) takes the general path
     general = avgpool.dask.average_pool(da.from_array(x, chunks=(1, 1, 64, 64)), _WINDOW_15)
     assert any(key[0] != general.name for key in general.dask.layers[general.name])
     assert_same(general.compute(), avgpool.average_pool(x, _WINDOW_15))
+
+
+def test_zarr_source_is_read_per_tile():
+    """The same on a zarr array (da.from_zarr), the store the scale-out bench reads."""
+    zarr = pytest.importorskip("zarr", reason="zarr is a test extra")
+    x = make_data(3, (1, 2, 300, 260), FLOAT32)
+    dx = da.from_zarr(zarr.array(x, chunks=(1, 1, 64, 64)))
+    lazy = avgpool.dask.average_pool(dx, _WINDOW_15)
+    layer = lazy.dask.layers[lazy.name]
+    tiles = [task for key, task in layer.items() if key[0] == lazy.name]
+    assert len(tiles) == lazy.npartitions and all(t[1][0].__name__ == "_read" for t in tiles)
+    assert any(key[0] != lazy.name for key in layer)  # halo parts, read once per chunk
+    assert_same(lazy.compute(), avgpool.average_pool(x, _WINDOW_15))
 
 
 def test_numpy_input_and_errors():
@@ -173,17 +214,24 @@ def cluster_client():
             yield client
 
 
-def test_distributed_local_cluster(cluster_client):
-    """Descriptors and tiles travel to 2 worker processes; float64 results are bitwise the
-    in-memory ones."""
+def test_distributed_local_cluster(cluster_client, tmp_path):
+    """Descriptors, tiles and the halo parts read from a store travel to 2 worker processes;
+    float64 results are bitwise the in-memory ones."""
+    zarr = pytest.importorskip("zarr", reason="zarr is a test extra")
     x = make_data(7, (2, 3, 61, 47), FLOAT64)
     dx = da.from_array(x, chunks=(1, 2, 17, 13))
+    store = str(tmp_path / "x.zarr")
+    zarr.open_array(store, mode="w", shape=x.shape, chunks=(1, 2, 17, 13), dtype=x.dtype)[...] = x
     desc = avgpool.AveragePoolingDesc((5, 3), strides=(2, 2), start_padding=(2, 1),
                                       end_padding=(2, 1), include_padding=True)
     windowed = avgpool.dask.average_pool(dx, desc)
     adaptive = avgpool.dask.adaptive_average_pool(dx, (7, 5))
-    got_w, got_a = cluster_client.compute([windowed, adaptive], sync=True)
+    from_store = avgpool.dask.average_pool(da.from_zarr(store), desc)
+    layer = from_store.dask.layers[from_store.name]
+    assert any(layer[key][0].__name__ == "_read_parts" for key in layer)
+    got_w, got_a, got_s = cluster_client.compute([windowed, adaptive, from_store], sync=True)
     workers = cluster_client.run(lambda: __import__("os").getpid())
     assert len(set(workers.values())) == 2
     assert_same(got_w, avgpool.average_pool(x, desc))
+    assert_same(got_s, avgpool.average_pool(x, desc))
     assert_same(got_a, avgpool.adaptive_average_pool(x, (7, 5)))

@@ -164,6 +164,7 @@ def _pool(x: Any, desc: Desc, layout: Optional[str], num_threads: Optional[int],
     reader = _region_reader(arr, in_bounds)
     name = "avgpool-" + tokenize(arr, desc, layout, num_threads, pooled)
     dsk: Dict[Any, Any] = {}
+    tiles = []
     for index in itertools.product(*(range(len(c)) for c in out_chunks)):
         box = [(out_bounds[d][i], out_bounds[d][i + 1]) for d, i in enumerate(index)]
         out_region = tuple(box[a] for a in axes)
@@ -171,23 +172,75 @@ def _pool(x: Any, desc: Desc, layout: Optional[str], num_threads: Optional[int],
         in_box = list(box)
         for a, r in zip(axes, region):
             in_box[a] = (r.start, r.stop)
-        if reader is not None:
-            # each task reads its tile from the source: no task waits for or holds a
-            # neighbour's chunk. One read per input chunk the tile overlaps, so that a store
-            # that reads whole chunks (zarr) holds one of them at a time
-            source, getter, kwargs = reader
-            dst = _pieces(arr.name, in_bounds, in_box)[2]  # each part's place in the tile
-            parts = tuple((tuple(slice(lo + t.start, lo + t.stop) for (lo, _), t in
-                                 zip(in_box, d)), d) for d in dst)
-            tile: Any = (_read, source, getter, kwargs, tuple(hi - lo for lo, hi in in_box),
-                         arr.dtype, parts)
-        else:
-            tile = _gather_task(dsk, name, index, arr, in_bounds, in_box)
+        tiles.append((index, out_region, in_box))
+    if reader is not None:
+        reads = _read_tasks(dsk, name, reader, arr, in_bounds, [t[2] for t in tiles])
+    for j, (index, out_region, in_box) in enumerate(tiles):
+        tile = (reads[j] if reader is not None
+                else _gather_task(dsk, name, index, arr, in_bounds, in_box))
         dsk[(name,) + index] = (_pool_block, tile, desc, whole, out_region, pooled, tile_layout,
                                 num_threads)
     graph = HighLevelGraph.from_collections(name, dsk, dependencies=[arr])
     return da.Array(graph, name, chunks=tuple(out_chunks), dtype=arr.dtype,
                     meta=np.empty((0,) * arr.ndim, arr.dtype))
+
+
+def _read_tasks(dsk: Dict[Any, Any], name: str, reader: Tuple[Any, Any, Any], arr: da.Array,
+                in_bounds: List[List[int]], boxes: List[List[Tuple[int, int]]]) -> List[Any]:
+    """The tasks that read each tile (its input box, halo included) from the source, with no
+    task holding a neighbour's chunk.
+
+    A tile reads its home chunk (the one it overlaps most) itself. The parts it needs of other
+    chunks (the halo) come from one task per chunk that reads the chunk once and keeps only
+    the parts its neighbours need, when these are thin (at most half the chunk, summed):
+    a store that reads whole chunks (zarr) then reads each chunk twice, not once per tile
+    that overlaps it (up to 9 times for a 2-D halo). Other parts are read by the tile itself,
+    one read per chunk it overlaps, one part in memory at a time.
+    """
+    source, getter, kwargs = reader
+    layouts = []  # per tile: its parts as (chunk index, slices in the chunk, place in tile)
+    wanted: Dict[Tuple[int, ...], List[Tuple[slice, ...]]] = {}  # halo parts per chunk
+    for in_box in boxes:
+        keys, src, dst = _pieces(arr.name, in_bounds, in_box)
+        parts = [(key[1:], sl, d) for key, sl, d in zip(keys, src, dst)]
+        home = max(range(len(parts)), key=lambda j: _volume(parts[j][1]))
+        for j, (c, sl, _) in enumerate(parts):
+            if j != home:
+                wanted.setdefault(c, []).append(sl)
+        layouts.append((parts, home))
+    halo_name = name + "-halo"
+    shared = {}
+    for c, sls in wanted.items():
+        if 2 * sum(_volume(sl) for sl in sls) <= _volume(_chunk_slices(in_bounds, c)):
+            shared[c] = 0
+            dsk[(halo_name,) + c] = (_read_parts, source, getter, kwargs,
+                                     _chunk_slices(in_bounds, c), tuple(sls))
+    tasks = []
+    for (parts, home), in_box in zip(layouts, boxes):
+        direct, pieces, piece_dst = [], [], []
+        for j, (c, sl, d) in enumerate(parts):
+            if j != home and c in shared:
+                pieces.append((operator.getitem, (halo_name,) + c, shared[c]))
+                piece_dst.append(d)
+                shared[c] += 1
+            else:
+                lo = (b[i] for b, i in zip(in_bounds, c))
+                direct.append((tuple(slice(o + t.start, o + t.stop) for o, t in zip(lo, sl)), d))
+        tasks.append((_read, source, getter, kwargs, tuple(hi - lo for lo, hi in in_box),
+                      arr.dtype, tuple(direct), pieces, tuple(piece_dst)))
+    return tasks
+
+
+def _volume(slices: Sequence[slice]) -> int:
+    n = 1
+    for s in slices:
+        n *= s.stop - s.start
+    return n
+
+
+def _chunk_slices(bounds: List[List[int]], index: Tuple[int, ...]) -> Tuple[slice, ...]:
+    """A chunk's slices within its array (``bounds``: each axis's chunk bounds)."""
+    return tuple(slice(b[i], b[i + 1]) for b, i in zip(bounds, index))
 
 
 def _gather_task(dsk: Dict[Any, Any], name: str, index: Tuple[int, ...], arr: da.Array,
@@ -279,12 +332,25 @@ def _chunk_shape(chunks: Tuple[Tuple[int, ...], ...], index: Tuple[int, ...]) ->
 
 def _read(source: Any, getter: Any, kwargs: Tuple[Tuple[str, Any], ...],
           tile_shape: Tuple[int, ...], dtype: np.dtype,
-          parts: Tuple[Tuple[Tuple[slice, ...], Tuple[slice, ...]], ...]) -> np.ndarray:
-    """A tile read straight from the source array: each part (the source's slices, where they
-    go in the tile) with one getter call, one part in memory at a time."""
+          parts: Tuple[Tuple[Tuple[slice, ...], Tuple[slice, ...]], ...],
+          pieces: Sequence[np.ndarray] = (), piece_dst: Sequence[Tuple[slice, ...]] = ()
+          ) -> np.ndarray:
+    """A tile read from the source array: each part (the source's slices, where they go in the
+    tile) with one getter call, one part in memory at a time, and the pieces (where they go:
+    piece_dst) already read by other tasks."""
     kw = dict(kwargs)
-    return _assemble((getter(source, where, **kw) for where, _ in parts), [d for _, d in parts],
+    reads = (getter(source, where, **kw) for where, _ in parts)
+    return _assemble(itertools.chain(pieces, reads), [*piece_dst, *(d for _, d in parts)],
                      tile_shape, dtype)
+
+
+def _read_parts(source: Any, getter: Any, kwargs: Tuple[Tuple[str, Any], ...],
+                where: Tuple[slice, ...], parts: Tuple[Tuple[slice, ...], ...]
+                ) -> Tuple[np.ndarray, ...]:
+    """One read of a chunk (the source's slices ``where``), of which only ``parts`` (slices in
+    the chunk) are kept, as copies, so that the chunk itself is freed."""
+    block = np.asarray(getter(source, where, **dict(kwargs)))
+    return tuple(block[sl].copy() for sl in parts)
 
 
 def _assemble(pieces: Iterable[Any], dst: Sequence[Tuple[slice, ...]],
