@@ -146,7 +146,9 @@ def test_scale_out_section_runs_every_method_and_checks_agreement():
     result = _scale_out_run()
     assert result["side"] == 768
     assert [(r["case"], r["method"]) for r in result["rows"]] == [
+        ("coarsen 2x2", "floor: read, [::2, ::2], write"),
         ("coarsen 2x2", "avgpool.xarray.coarsen_mean"), ("coarsen 2x2", "xarray coarsen().mean()"),
+        ("rolling 15x15", "floor: read, x * 1, write"),
         ("rolling 15x15", "avgpool.xarray.rolling_mean"),
         ("rolling 15x15", "xarray rolling().mean()"),
         ("rolling 15x15", "map_overlap + scipy uniform_filter"),
