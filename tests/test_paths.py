@@ -92,10 +92,23 @@ CASES = {
     "plane-flat-adaptive": ("plane-flat", "NCHW", (2, 3, 13, 17), None, (5, 7)),
     "int32-fallback": ("scalar-fallback", "NCHW", (1, 3, 5),
                        dict(window_size=(2,), dilations=(BIG,), end_padding=(BIG,)), None),
-    # overlapping windows (3 x 3 and 2 x 4, stride 1): over a row of column sums, channel tails
-    # of every vector width; stride 3 (no overlap): over the input
-    "nhwc-direct": ("nhwc-direct", "NHWC", (1, 9, 10, 19),
+    # windows 2-3 wide at stride 1: column sums shared by 4 outputs along W (a run of 12
+    # full windows here, 3 blocks; 9 in the next, 2 blocks and a single; padding at both
+    # ends), channel tails of every vector width, 2 vectors (a head when misaligned),
+    # divisors from padding, an override, 3-D windows
+    "nhwc-direct": ("nhwc-direct", "NHWC", (1, 9, 14, 19),
                     dict(window_size=(3, 3), start_padding=(1, 1), end_padding=(1, 1)), None),
+    "nhwc-direct-cols-k2": ("nhwc-direct", "NHWC", (2, 7, 10, 32),
+                            dict(window_size=(2, 2), start_padding=(0, 1), end_padding=(1, 1),
+                                 include_padding=True), None),
+    "nhwc-direct-cols-override": ("nhwc-direct", "NHWC", (1, 6, 12, 40),
+                                  dict(window_size=(3, 3), start_padding=(1, 2),
+                                       end_padding=(1, 0), divisor_override=7), None),
+    "nhwc-direct-cols-3d": ("nhwc-direct", "NHWC", (1, 3, 5, 9, 20),
+                            dict(window_size=(2, 2, 3), start_padding=(0, 1, 1),
+                                 end_padding=(1, 0, 1)), None),
+    # a 2 x 4 window at stride 1: over a row of column sums; stride 3 (no overlap): over the
+    # input
     "nhwc-direct-rowsums": ("nhwc-direct", "NHWC", (1, 8, 9, 41),
                             dict(window_size=(2, 4), start_padding=(0, 1), end_padding=(1, 2),
                                  include_padding=True), None),

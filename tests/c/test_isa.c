@@ -753,9 +753,10 @@ static int path_cases(tcase *cases, int *paths) {
     paths[n] = AP_PATH_SCALAR_FALLBACK;
     cases[n++] = fixed_pool(1, AP_LAYOUT_NCHW, 1, 3, SZ(5), SZ(2), NULL, NULL,
                             SZ(INT64_C(1) << 28), SZ(INT64_C(1) << 28));
-    /* nhwc-direct: 3 x 3 windows (9 taps), 19 channels (vector tails) */
+    /* nhwc-direct: 3 x 3 windows (9 taps) at stride 1, by column sums shared along W (a run
+     * of 9 full windows: 2 blocks of 4 and a single), 19 channels (vector tails) */
     paths[n] = AP_PATH_NHWC_DIRECT;
-    cases[n++] = fixed_pool(2, AP_LAYOUT_NHWC, 1, 19, SZ(9, 10), SZ(3, 3), NULL, SZ(1, 1), SZ(1, 1),
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NHWC, 1, 19, SZ(9, 11), SZ(3, 3), NULL, SZ(1, 1), SZ(1, 1),
                             NULL);
     /* nhwc-direct over the input: stride 3 windows do not overlap */
     paths[n] = AP_PATH_NHWC_DIRECT;
