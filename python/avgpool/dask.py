@@ -211,10 +211,10 @@ def _read_tasks(dsk: Dict[Any, Any], name: str, reader: Tuple[Any, Any, Any], ar
     halo_name = name + "-halo"
     shared = {}
     for c, sls in wanted.items():
-        if 2 * sum(_volume(sl) for sl in sls) <= _volume(_chunk_slices(in_bounds, c)):
+        where = _chunk_slices(in_bounds, c)
+        if 2 * sum(_volume(sl) for sl in sls) <= _volume(where):
             shared[c] = 0
-            dsk[(halo_name,) + c] = (_read_parts, source, getter, kwargs,
-                                     _chunk_slices(in_bounds, c), tuple(sls))
+            dsk[(halo_name,) + c] = (_read_parts, source, getter, kwargs, where, tuple(sls))
     tasks = []
     for (parts, home), in_box in zip(layouts, boxes):
         direct, pieces, piece_dst = [], [], []
@@ -223,9 +223,9 @@ def _read_tasks(dsk: Dict[Any, Any], name: str, reader: Tuple[Any, Any, Any], ar
                 pieces.append((operator.getitem, (halo_name,) + c, shared[c]))
                 piece_dst.append(d)
                 shared[c] += 1
-            else:
-                lo = (b[i] for b, i in zip(in_bounds, c))
-                direct.append((tuple(slice(o + t.start, o + t.stop) for o, t in zip(lo, sl)), d))
+            else:  # the part's slices in the source
+                direct.append((tuple(slice(w.start + t.start, w.start + t.stop)
+                                     for w, t in zip(_chunk_slices(in_bounds, c), sl)), d))
         tasks.append((_read, source, getter, kwargs, tuple(hi - lo for lo, hi in in_box),
                       arr.dtype, tuple(direct), pieces, tuple(piece_dst)))
     return tasks
@@ -296,8 +296,7 @@ def _region_reader(arr: da.Array, bounds: List[List[int]]
                     kwargs.append((k, v.value))
             if ref != source or task.func is not func:
                 return None
-            want = tuple(slice(b[i], b[i + 1]) for b, i in zip(bounds, index))
-            if tuple(task.args[1].value) != want:
+            if tuple(task.args[1].value) != _chunk_slices(bounds, index):
                 return None
         return source, func, tuple(kwargs)
     except Exception:  # another dask's graph objects: the general path is always right
