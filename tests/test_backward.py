@@ -160,13 +160,21 @@ def test_backward_channels_first_routes(case_id, dtype):
 
 
 # Channels last, 2-D, images whose gy / divisor and W-pass sums pass 1 MiB: each row of both is
-# made just before the first H-pass row that reads it (rows in step); a stride-2 window with
-# padding, and a dilated ceil window whose last output rows read no input row of their own.
+# made just before the first H-pass row that reads it (rows in step), the W pass's rows kept in
+# a ring until no later row reads them; a stride-2 window with padding (a ring of 2 rows), a
+# dilated ceil window whose last output rows read no input row of their own, a dilated window
+# whose input rows read outputs out of order (input row 2m + 10 reads outputs m + 2 and m + 5,
+# the next row m + 1 and m + 4: a ring of 5, though no row reads a span of more than 4), and a
+# 5-row stride-1 window with divisors that vary.
 IN_STEP_CASES = {
     "3x3s2p1": ((1, 37, 37, 256), dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 1),
                                        end_padding=(1, 1))),
     "3x3s2d2-ceil": ((1, 42, 38, 256), dict(window_size=(3, 3), strides=(2, 2),
                                             dilations=(2, 1), output_sizes=(20, 19))),
+    "4x3s2d3": ((1, 46, 40, 256), dict(window_size=(4, 3), strides=(2, 2), dilations=(3, 1))),
+    "5x3s1p2-exclude": ((1, 30, 30, 256), dict(window_size=(5, 3), strides=(1, 2),
+                                               start_padding=(2, 1), end_padding=(2, 1),
+                                               include_padding=False)),
 }
 
 
