@@ -256,6 +256,90 @@ def test_eager_path_equals_operators(config, seed, channels_last, dtype):
         assert a.stride() == b.stride() and torch.equal(a, b)
 
 
+class _CountGeneral:
+    """Counts the calls that take the general path (avgpool.torch._run) instead of a kept
+    inference plan."""
+
+    def __init__(self, monkeypatch):
+        self.calls = 0
+        run = apt._run
+
+        def counted(*args, **kwargs):
+            self.calls += 1
+            return run(*args, **kwargs)
+
+        monkeypatch.setattr(apt, "_run", counted)
+
+
+def _call(config):
+    rank, shape, kw = config
+    if isinstance(kw, dict):
+        return lambda mod, t: getattr(mod, f"avg_pool{rank}d")(t, **kw)
+    return lambda mod, t: getattr(mod, f"adaptive_avg_pool{rank}d")(t, kw)
+
+
+@scaled(0.3)
+@given(st.one_of(pool_configs(), adaptive_configs()), st.integers(0, 2**31), st.booleans(),
+       st.sampled_from([torch.float32, torch.float64, torch.float16]))
+def test_inference_path_equals_general_path(config, seed, channels_last, dtype):
+    """A call without gradient repeated on the same sizes, strides and dtype runs the operator
+    kept from the first (the inference path): its values are torch's, its strides torch's
+    layout, and its bits those of the general path on the same data."""
+    call = _call(config)
+    rank, shape, _ = config
+    rng = np.random.default_rng(seed)
+    for _ in range(2):  # the first call keeps the plan (when it can), the second uses it
+        x = torch.tensor(rng.standard_normal(shape), dtype=dtype)
+        if channels_last:
+            x = _channels_last(x)
+        y, want = call(apt, x), call(F, x.float())
+        assert y.dtype == dtype and _same_layout(y, want), (y.stride(), want.stride())
+        tol = dict(rtol=1e-5, atol=1e-6) if dtype != torch.float16 else dict(rtol=2e-3, atol=2e-3)
+        torch.testing.assert_close(y.float(), want, **tol)
+    apt._inference_plans.clear()
+    general = call(apt, x)
+    assert general.stride() == y.stride() and torch.equal(general, y)
+
+
+def test_inference_path_is_taken_only_where_it_may(monkeypatch):
+    """The second no-grad call on the same sizes, strides and dtype skips the general path;
+    another memory format, thread setting, dtype or argument, an input that wants a gradient,
+    an unbatched input, bfloat16, or a dispatch mode takes the general path again."""
+    apt._inference_plans.clear()
+    count = _CountGeneral(monkeypatch)
+    x = torch.randn(2, 8, 9, 9)
+    cl = x.contiguous(memory_format=torch.channels_last)
+
+    def general_calls(fn):
+        before = count.calls
+        y = fn()
+        return count.calls - before, y
+
+    assert general_calls(lambda: apt.avg_pool2d(x, 3, 2, 1))[0] == 1
+    n, y = general_calls(lambda: apt.avg_pool2d(torch.randn(2, 8, 9, 9), 3, 2, 1))
+    assert n == 0 and y.is_contiguous()
+    n, y = general_calls(lambda: apt.avg_pool2d(cl, 3, 2, 1))  # another key: its strides
+    assert n == 1 and y.is_contiguous(memory_format=torch.channels_last)
+    n, y = general_calls(lambda: apt.avg_pool2d(cl, 3, 2, 1))
+    assert n == 0 and y.is_contiguous(memory_format=torch.channels_last)
+    torch.testing.assert_close(y, F.avg_pool2d(cl, 3, 2, 1))
+    assert general_calls(lambda: apt.avg_pool2d(cl, 3, 2, 0))[0] == 1  # another argument
+    assert general_calls(lambda: apt.adaptive_avg_pool2d(cl, 4))[0] == 1
+    assert general_calls(lambda: apt.adaptive_avg_pool2d(cl, 4))[0] == 0
+    monkeypatch.setenv("AVGPOOL_NUM_THREADS", "1")
+    assert general_calls(lambda: apt.avg_pool2d(cl, 3, 2, 1))[0] == 1
+    monkeypatch.delenv("AVGPOOL_NUM_THREADS")
+    assert general_calls(lambda: apt.avg_pool2d(cl.double(), 3, 2, 1))[0] == 1
+    n, y = general_calls(lambda: apt.avg_pool2d(cl.clone().requires_grad_(), 3, 2, 1))
+    assert y.grad_fn is not None  # an autograd.Function, not the plan
+    for _ in range(2):
+        assert general_calls(lambda: apt.avg_pool2d(cl[0], 3, 2, 1))[0] == 1  # unbatched
+        assert general_calls(lambda: apt.avg_pool2d(cl.bfloat16(), 3, 2, 1))[0] == 1
+    with _Recorder() as rec:
+        apt.avg_pool2d(cl, 3, 2, 1)
+    assert rec.ops.count("avgpool.avg_pool") == 1
+
+
 def test_operators_seen_by_tracers_and_modes():
     """What watches the dispatcher still sees avgpool's operators: a dispatch mode, make_fx's
     graph (real tensors), a double backward (through the backward operator), no-grad calls."""
