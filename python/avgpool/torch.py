@@ -200,25 +200,26 @@ def _run(x: Tensor, desc: Any, nhwc_out: bool,
         a = _api.as_array(cl if nhwc else x.contiguous())
     op = _operator(desc, a.shape, a.dtype, nhwc)
     y = op(a)
-    if (inference_key is not None and nhwc == nhwc_out and y.size and
-            (nhwc or x.is_contiguous()) and x.dtype in _INFERENCE_DTYPES):
+    if (inference_key is not None and y.size and (nhwc or x.is_contiguous()) and
+            x.dtype in _INFERENCE_DTYPES):
         rank = x.dim() - 2
-        _keep_inference_plan(inference_key, (op, _to_nhwc(rank), _from_nhwc(rank)) if nhwc
-                             else (op, None, None))
+        _keep_inference_plan(inference_key, (op, _to_nhwc(rank), _from_nhwc(rank), nhwc_out)
+                             if nhwc else (op, None, None, nhwc_out))
     return _in_layout(y, nhwc, nhwc_out)
 
 
 # ------------------------------------------------------------------------ inference fast path
 # A model's pools see the same arguments, sizes, strides and dtype every step. Once a call
-# without gradient has run on x's own memory into a result in the same layout, later such calls
-# skip the checks, the parameter and layout decisions, and most of the conversions: measured
-# 45 us of a 340 us pool after another operator had flushed the caches (12 us when warm), where
-# the plain call on the same memory takes 285. The key holds what decides the call; dtypes that
-# numpy holds natively only (bfloat16 takes the general path).
+# without gradient has run on x's own memory, later such calls skip the checks, the parameter
+# and layout decisions, and most of the conversions: measured 45 us of a 340 us pool after
+# another operator had flushed the caches (12 us when warm), where the plain call on the same
+# memory takes 285. The key holds what decides the call; dtypes that numpy holds natively only
+# (bfloat16 takes the general path). A plan: the operator, the permutations to and from its
+# channels-last layout (None: it runs channels first), and the layout of the result.
 
+_Plan = Tuple[Any, Optional[Tuple[int, ...]], Optional[Tuple[int, ...]], bool]
 _INFERENCE_DTYPES = (torch.float32, torch.float64, torch.float16)
-_inference_plans: Dict[Tuple[Any, ...], Tuple[Any, Optional[Tuple[int, ...]],
-                                              Optional[Tuple[int, ...]]]] = {}
+_inference_plans: Dict[Tuple[Any, ...], _Plan] = {}
 
 
 def _inference_key(x: Any, args: Tuple[Any, ...]) -> Optional[Tuple[Any, ...]]:
@@ -230,8 +231,7 @@ def _inference_key(x: Any, args: Tuple[Any, ...]) -> Optional[Tuple[Any, ...]]:
     return (args, x.shape, x.stride(), x.dtype) + _settings()
 
 
-def _keep_inference_plan(key: Tuple[Any, ...], plan: Tuple[Any, Optional[Tuple[int, ...]],
-                                                           Optional[Tuple[int, ...]]]) -> None:
+def _keep_inference_plan(key: Tuple[Any, ...], plan: _Plan) -> None:
     """Keep plan for key (none for a key that holds an unhashable argument), at most 512."""
     try:
         hash(key)
@@ -253,11 +253,13 @@ def _inference_run(key: Optional[Tuple[Any, ...]], x: Tensor) -> Optional[Tensor
         return None
     if plan is None:
         return None
-    op, to_nhwc, from_nhwc = plan
+    op, to_nhwc, from_nhwc, nhwc_out = plan
     if to_nhwc is None:
-        return torch.from_numpy(op(x.numpy()))
+        y = op(x.numpy())
+        return _in_layout(y, False, True) if nhwc_out else torch.from_numpy(y)
     # numpy's transposes: a torch permute of a tuple costs twice as much
-    return torch.from_numpy(op(x.numpy().transpose(to_nhwc)).transpose(from_nhwc))
+    y = op(x.numpy().transpose(to_nhwc))
+    return torch.from_numpy(y.transpose(from_nhwc)) if nhwc_out else _in_layout(y, True, False)
 
 
 def _as_layout_array(t: Tensor, nhwc: bool) -> np.ndarray:
