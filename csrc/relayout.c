@@ -122,9 +122,7 @@ ap_status ap_relayout(const ap_tensor_desc *input, ap_dtype dtype, const void *x
     job.cols = input->layout == AP_LAYOUT_NCHW ? plane : input->channels;
     job.bands = (job.rows + AP_BAND - 1) / AP_BAND;
     job.es = es;
-    int nt = num_threads > 0 ? num_threads : ap_max_threads();
-    const int64_t most = total / AP_MIN_ELEMS_PER_THREAD;
-    if (most < nt) nt = most < 1 ? 1 : (int)most;
+    const int nt = ap_threads_within(num_threads > 0 ? num_threads : ap_max_threads(), total);
     ap_parallel_for(nt, input->batch * job.bands, total, ap_relayout_bands, &job);
     return AP_OK;
 }

@@ -15,10 +15,16 @@
 /* Elements of input per thread below which more threads do not pay. */
 #define AP_MIN_ELEMS_PER_THREAD 16384
 
-static inline int ap_threads_for(const ap_plan *plan, int64_t work_elems) {
+/* Threads for work_elems elements of input: one per AP_MIN_ELEMS_PER_THREAD,
+ * at least 1, at most `most`. */
+static inline int ap_threads_within(int most, int64_t work_elems) {
     int64_t t = work_elems / AP_MIN_ELEMS_PER_THREAD;
     if (t < 1) t = 1;
-    return t < plan->num_threads ? (int)t : plan->num_threads;
+    return t < most ? (int)t : most;
+}
+
+static inline int ap_threads_for(const ap_plan *plan, int64_t work_elems) {
+    return ap_threads_within(plan->num_threads, work_elems);
 }
 
 /* Elements of input that a chunk carries at least, up to 8 chunks per
