@@ -334,3 +334,33 @@ def test_nhwc_direct_misaligned_input(shape, window, strides, pad, dtype):
     ref = ref_average_pool(x.astype(np.float64), window, strides, (pad, pad), (pad, pad),
                            layout="NHWC")
     _close(want, ref, TOL_REF[dtype], f"{np.dtype(dtype)} vs float64 reference")
+
+
+@pytest.mark.parametrize("shape", [
+    (2, 7, 7, 2048),   # segments of 8 vectors, then a head of the lanes before a boundary
+    (3, 5, 6, 48),     # fewer than 8 vectors: one segment, its add chains side by side
+    (1, 4, 9, 200),    # not whole vectors (on 16 lanes): no head, a masked last vector
+    (1, 33, 1, 8),     # fewer than 2 vectors: even and odd positions apart
+])
+@pytest.mark.parametrize("dtype", DTYPES + [np.float64])
+def test_global_nhwc_misaligned_input(shape, dtype):
+    """Global pooling channels last with C a whole number of vectors reads an input that starts
+    inside a vector's span with its first channels (up to the boundary) as a segment of their
+    own, then aligned loads: every channel's sum takes the positions in the same order in any
+    segment, so every start offset gives the aligned input's bits, and the reference."""
+    from avgpool._bench import _aligned, _aligned_empty
+
+    outs = (1, 1)
+    assert ": global" in avgpool.explain(avgpool.AdaptiveAveragePoolingDesc(outs), shape,
+                                         layout="NHWC") or _core.isa() == "scalar"
+    x = _aligned(np.random.default_rng(sum(shape)).uniform(-1, 1, shape).astype(dtype))
+    want = avgpool.adaptive_average_pool(x, outs, layout="NHWC")
+    n = x.size
+    for offset in range(1, 16):
+        base = _aligned_empty((n + 16,), dtype)
+        xm = base[offset:offset + n].reshape(shape)
+        xm[...] = x
+        got = avgpool.adaptive_average_pool(xm, outs, layout="NHWC", num_threads=offset % 3 + 1)
+        assert got.tobytes() == want.tobytes(), offset
+    ref = ref_adaptive_average_pool(x.astype(np.float64), outs, layout="NHWC")
+    _close(want, ref, TOL_REF[dtype], f"{np.dtype(dtype)} vs float64 reference")
