@@ -340,6 +340,42 @@ def test_inference_path_is_taken_only_where_it_may(monkeypatch):
     assert rec.ops.count("avgpool.avg_pool") == 1
 
 
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_cached_arguments_are_checked_by_kind(requires_grad):
+    """Arguments equal to a cached call's but of another kind (2.0 for 2, True for 1) get the
+    same treatment as on a first call: the caches of checked arguments and of inference plans
+    never serve them."""
+    x = torch.randn(2, 3, 8, 8, requires_grad=requires_grad)
+    calls = [
+        lambda kw: apt.avg_pool2d(x, **kw),
+        lambda kw: apt.adaptive_avg_pool2d(x, **kw),
+    ]
+    cases = [
+        (0, dict(kernel_size=2), dict(kernel_size=2.0)),
+        (0, dict(kernel_size=(2, 2)), dict(kernel_size=(2, 2.0))),
+        (0, dict(kernel_size=2, divisor_override=2), dict(kernel_size=2, divisor_override=2.0)),
+        (0, dict(kernel_size=2, ceil_mode=False), dict(kernel_size=2, ceil_mode=0.0)),
+        (1, dict(output_size=4), dict(output_size=4.0)),
+        (1, dict(output_size=(4, None)), dict(output_size=(4.0, None))),
+    ]
+
+    def outcome(fn, kw):
+        try:
+            return fn(kw).shape
+        except (TypeError, ValueError) as e:
+            return type(e)
+
+    for which, good, bad in cases:
+        apt._inference_plans.clear()
+        apt._pool_params_cached.cache_clear()
+        apt._adaptive_sizes_cached.cache_clear()
+        first = outcome(calls[which], bad)
+        for _ in range(2):
+            outcome(calls[which], good)
+            assert outcome(calls[which], bad) == first, (good, bad)
+        assert first in (TypeError, ValueError), (bad, first)
+
+
 def test_operators_seen_by_tracers_and_modes():
     """What watches the dispatcher still sees avgpool's operators: a dispatch mode, make_fx's
     graph (real tensors), a double backward (through the backward operator), no-grad calls."""

@@ -232,25 +232,15 @@ def _inference_key(x: Any, args: Tuple[Any, ...]) -> Optional[Tuple[Any, ...]]:
 
 
 def _keep_inference_plan(key: Tuple[Any, ...], plan: _Plan) -> None:
-    """Keep plan for key (none for a key that holds an unhashable argument), at most 512."""
-    try:
-        hash(key)
-    except TypeError:
-        return
+    """Keep plan for key, at most 512."""
     if len(_inference_plans) >= 512:
         _inference_plans.clear()
     _inference_plans[key] = plan
 
 
 def _inference_run(key: Optional[Tuple[Any, ...]], x: Tensor) -> Optional[Tensor]:
-    """The call of key on x through its kept operator, or None when none is kept (or key holds
-    an unhashable argument)."""
-    if key is None:
-        return None
-    try:
-        plan = _inference_plans.get(key)
-    except TypeError:
-        return None
+    """The call of key on x through its kept operator, or None when none is kept."""
+    plan = None if key is None else _inference_plans.get(key)
     if plan is None:
         return None
     op, to_nhwc, from_nhwc, nhwc_out = plan
@@ -505,23 +495,38 @@ def _batched(x: Tensor, rank: int, fname: str) -> Tuple[Tensor, bool]:
 def _pool_params(spatial: Tuple[int, ...], rank: int, kernel_size: Any, stride: Any,
                  padding: Any, ceil_mode: Any, count_include_pad: Any,
                  divisor_override: Any) -> _PoolParams:
-    return _memoized(_pool_params_cached, (spatial, rank, _hashable(kernel_size),
-                                           _hashable(stride), _hashable(padding), ceil_mode,
-                                           count_include_pad, divisor_override))
+    key = _pool_key(kernel_size, stride, padding, ceil_mode, count_include_pad,
+                    divisor_override)
+    if key is None:
+        return _pool_params_of(spatial, rank, kernel_size, stride, padding, ceil_mode,
+                               count_include_pad, divisor_override)
+    return _pool_params_cached(spatial, rank, *key)
 
 
-def _hashable(v: Any) -> Any:
-    return tuple(v) if isinstance(v, list) else v
+def _ints(v: Any, none_ok: bool = False) -> bool:
+    """Whether v is an int, or a tuple or list of ints (or None where none_ok): values equal
+    only to values of their own kind, so that a cache keyed on them never serves an argument
+    that compares equal but fails the checks (2.0 or True after 2 or 1)."""
+    if type(v) is int or (none_ok and v is None):
+        return True
+    return (type(v) is tuple or type(v) is list) and all(
+        type(e) is int or (none_ok and e is None) for e in v)
 
 
-def _memoized(cached: Any, args: Tuple[Any, ...]) -> Any:
-    """cached(*args), cached (an lru_cache), or its function uncached when an argument is
-    unhashable (of a type the checks will name)."""
-    try:
-        hash(args)
-    except TypeError:
-        return cached.__wrapped__(*args)
-    return cached(*args)
+def _tupled(v: Any) -> Any:
+    return tuple(v) if type(v) is list else v
+
+
+def _pool_key(kernel_size: Any, stride: Any, padding: Any, ceil_mode: Any,
+              count_include_pad: Any, divisor_override: Any) -> Optional[Tuple[Any, ...]]:
+    """The pool arguments as a cache key (lists as tuples), or None when one is not of the
+    plain kinds _ints names (or a bool for the flags): such calls are checked every time."""
+    if not (_ints(kernel_size) and (stride is None or _ints(stride)) and _ints(padding) and
+            type(ceil_mode) is bool and type(count_include_pad) is bool and
+            (divisor_override is None or type(divisor_override) is int)):
+        return None
+    return (_tupled(kernel_size), _tupled(stride), _tupled(padding), ceil_mode,
+            count_include_pad, divisor_override)
 
 
 def _pool_params_of(spatial: Tuple[int, ...], rank: int, kernel_size: Any, stride: Any,
@@ -540,7 +545,9 @@ _pool_params_cached = lru_cache(maxsize=512)(_pool_params_of)
 
 @torch.compiler.assume_constant_result
 def _adaptive_params(spatial: Tuple[int, ...], rank: int, output_size: Any) -> List[int]:
-    return list(_memoized(_adaptive_sizes_cached, (spatial, rank, _hashable(output_size))))
+    if not _ints(output_size, none_ok=True):
+        return list(_functional.adaptive_sizes_for(spatial, rank, output_size))
+    return list(_adaptive_sizes_cached(spatial, rank, _tupled(output_size)))
 
 
 # as _pool_params_cached: checked once per arguments and sizes
@@ -550,8 +557,9 @@ _adaptive_sizes_cached = lru_cache(maxsize=512)(_functional.adaptive_sizes_for)
 def _avg_pool(x: Tensor, rank: int, fname: str, kernel_size: _Size, stride: Optional[_Size],
               padding: _Size, ceil_mode: bool, count_include_pad: bool,
               divisor_override: Optional[int]) -> Tensor:
-    key = _inference_key(x, (rank, _hashable(kernel_size), _hashable(stride),
-                             _hashable(padding), ceil_mode, count_include_pad, divisor_override))
+    args = _pool_key(kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override)
+    key = None if args is None else _inference_key(x, (fname,) + args)
     y = _inference_run(key, x)
     if y is not None:
         return y
@@ -570,7 +578,8 @@ def _avg_pool(x: Tensor, rank: int, fname: str, kernel_size: _Size, stride: Opti
 
 
 def _adaptive(x: Tensor, rank: int, fname: str, output_size: Any) -> Tensor:
-    key = _inference_key(x, (rank, _hashable(output_size)))
+    key = (_inference_key(x, (fname, _tupled(output_size)))
+           if _ints(output_size, none_ok=True) else None)
     y = _inference_run(key, x)
     if y is not None:
         return y
