@@ -75,6 +75,17 @@ def test_adaptive_average_pool_any_chunking(case, data):
     _check(got, whole, ref, ref_abs, x.dtype)
 
 
+@pytest.mark.parametrize("channels,chunk", [(40, 8), (64, 24), (300, 37), (2048, 512)])
+def test_adaptive_to_one_over_channel_chunks_same_bits(channels, chunk):
+    """An adaptive pool to 1 x 1 channels last (the global kernels) chunked over channels gives
+    the in-memory call's bits: every channel is summed the same way whatever the channel count
+    (the strategies above draw at most 5 channels, fewer than one vector)."""
+    x = make_data(channels, (2, 9, 11, channels), FLOAT32)
+    dx = da.from_array(x, chunks=(1, 9, 11, chunk))
+    got = avgpool.dask.adaptive_average_pool(dx, (1, 1), layout="NHWC").compute(scheduler="sync")
+    assert_same(got, avgpool.adaptive_average_pool(x, (1, 1), layout="NHWC"))
+
+
 @scaled(0.3)
 @given(st.sampled_from(["NCHW", "NHWC"]), st.integers(1, 3), st.data())
 def test_global_average_pool(layout, rank, data):

@@ -364,3 +364,19 @@ def test_global_nhwc_misaligned_input(shape, dtype):
         assert got.tobytes() == want.tobytes(), offset
     ref = ref_adaptive_average_pool(x.astype(np.float64), outs, layout="NHWC")
     _close(want, ref, TOL_REF[dtype], f"{np.dtype(dtype)} vs float64 reference")
+
+
+@pytest.mark.parametrize("channels", [8, 40, 48, 200, 2048])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_global_nhwc_channel_slices_same_bits(channels, dtype):
+    """Global pooling channels last sums every channel the same way (even and odd positions in
+    two chains) whatever the channel count, segment or alignment: a call on a slice of the
+    channels gives that slice of the call on all of them, bit for bit."""
+    shape = (2, 9, 7, channels)
+    x = np.random.default_rng(channels).uniform(-1, 1, shape).astype(dtype)
+    want = avgpool.adaptive_average_pool(x, (1, 1), layout="NHWC")
+    for width in (1, 3, 8, 17, 40):
+        for c0 in range(0, channels, max(width, channels // 5)):
+            part = np.ascontiguousarray(x[..., c0:c0 + width])
+            got = avgpool.adaptive_average_pool(part, (1, 1), layout="NHWC")
+            assert got.tobytes() == want[..., c0:c0 + width].tobytes(), (width, c0)
