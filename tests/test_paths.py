@@ -14,6 +14,7 @@ import pytest
 import avgpool
 from avgpool import _core
 
+from avgpool._bench import _aligned, _aligned_empty
 from conftest import available_isas
 from reference import ref_adaptive_average_pool, ref_average_pool
 
@@ -288,8 +289,6 @@ def test_streamed_output(monkeypatch, layout, shape, window, strides, pad):
     aligned out=, once a call moves more bytes than AVGPOOL_STREAM_BYTES (default: the
     last-level cache's size; 0 here, so these small calls take them). The same bits as plain
     stores, and the float64 reference."""
-    from avgpool._bench import _aligned, _aligned_empty
-
     x = _aligned(np.random.default_rng(sum(shape)).standard_normal(shape).astype(np.float32))
     desc = avgpool.AveragePoolingDesc(window, strides, (pad, pad), (pad, pad))
     path = ": rows-" if layout == "NCHW" else ": nhwc-direct"
@@ -308,6 +307,15 @@ def test_streamed_output(monkeypatch, layout, shape, window, strides, pad):
     np.testing.assert_allclose(streamed, want, rtol=TOL_REF[np.float32], atol=1e-6)
 
 
+def _misaligned_copies(x):
+    """(offset, a copy of x starting offset elements past a 64-byte boundary), offsets 1-15."""
+    n = x.size
+    for offset in range(1, 16):
+        xm = _aligned_empty((n + 16,), x.dtype)[offset:offset + n].reshape(x.shape)
+        xm[...] = x
+        yield offset, xm
+
+
 @pytest.mark.parametrize("shape,window,strides,pad", [
     ((1, 9, 11, 32), (3, 3), (1, 1), 1),     # taps read from the input
     ((2, 7, 9, 48), (3, 3), (2, 2), 1),
@@ -319,17 +327,11 @@ def test_nhwc_direct_misaligned_input(shape, window, strides, pad, dtype):
     """nhwc-direct with C a whole number of vectors reads an input that starts inside a
     vector's span (numpy's large arrays: 16 bytes past a page) with a masked head first, then
     aligned loads: every start offset gives the bits of the aligned input and the reference."""
-    from avgpool._bench import _aligned, _aligned_empty
-
     desc = avgpool.AveragePoolingDesc(window, strides, (pad, pad), (pad, pad))
     assert ": nhwc-direct" in avgpool.explain(desc, shape, layout="NHWC") or _core.isa() == "scalar"
     x = _aligned(np.random.default_rng(sum(shape)).uniform(-1, 1, shape).astype(dtype))
     want = avgpool.average_pool(x, desc, layout="NHWC")
-    n = x.size
-    for offset in range(1, 16):
-        base = _aligned_empty((n + 16,), dtype)
-        xm = base[offset:offset + n].reshape(shape)
-        xm[...] = x
+    for offset, xm in _misaligned_copies(x):
         assert avgpool.average_pool(xm, desc, layout="NHWC").tobytes() == want.tobytes(), offset
     ref = ref_average_pool(x.astype(np.float64), window, strides, (pad, pad), (pad, pad),
                            layout="NHWC")
@@ -337,29 +339,23 @@ def test_nhwc_direct_misaligned_input(shape, window, strides, pad, dtype):
 
 
 @pytest.mark.parametrize("shape", [
-    (2, 7, 7, 2048),   # segments of 8 vectors, then a head of the lanes before a boundary
-    (3, 5, 6, 48),     # fewer than 8 vectors: one segment, its add chains side by side
+    (2, 7, 7, 2048),   # a head up to the boundary, then segments of 8 (AVX2: 6) vectors
+    (3, 5, 6, 48),     # fewer than 8 vectors: no head, one segment
     (1, 4, 9, 200),    # not whole vectors (on 16 lanes): no head, a masked last vector
-    (1, 33, 1, 8),     # fewer than 2 vectors: even and odd positions apart
+    (1, 33, 1, 8),     # less than a vector on AVX-512: one masked vector
 ])
 @pytest.mark.parametrize("dtype", DTYPES + [np.float64])
 def test_global_nhwc_misaligned_input(shape, dtype):
-    """Global pooling channels last with C a whole number of vectors reads an input that starts
+    """Global pooling channels last with C at least 8 whole vectors reads an input that starts
     inside a vector's span with its first channels (up to the boundary) as a segment of their
     own, then aligned loads: every channel's sum takes the positions in the same order in any
     segment, so every start offset gives the aligned input's bits, and the reference."""
-    from avgpool._bench import _aligned, _aligned_empty
-
     outs = (1, 1)
     assert ": global" in avgpool.explain(avgpool.AdaptiveAveragePoolingDesc(outs), shape,
                                          layout="NHWC") or _core.isa() == "scalar"
     x = _aligned(np.random.default_rng(sum(shape)).uniform(-1, 1, shape).astype(dtype))
     want = avgpool.adaptive_average_pool(x, outs, layout="NHWC")
-    n = x.size
-    for offset in range(1, 16):
-        base = _aligned_empty((n + 16,), dtype)
-        xm = base[offset:offset + n].reshape(shape)
-        xm[...] = x
+    for offset, xm in _misaligned_copies(x):
         got = avgpool.adaptive_average_pool(xm, outs, layout="NHWC", num_threads=offset % 3 + 1)
         assert got.tobytes() == want.tobytes(), offset
     ref = ref_adaptive_average_pool(x.astype(np.float64), outs, layout="NHWC")
