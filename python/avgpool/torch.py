@@ -492,11 +492,11 @@ def _batched(x: Tensor, rank: int, fname: str) -> Tuple[Tensor, bool]:
 # per graph and keeps the result as a constant (they depend on sizes and arguments only), rather
 # than tracing the descriptor checks.
 @torch.compiler.assume_constant_result
-def _pool_params(spatial: Tuple[int, ...], rank: int, kernel_size: Any, stride: Any,
-                 padding: Any, ceil_mode: Any, count_include_pad: Any,
-                 divisor_override: Any) -> _PoolParams:
-    key = _pool_key(kernel_size, stride, padding, ceil_mode, count_include_pad,
-                    divisor_override)
+def _pool_params(spatial: Tuple[int, ...], rank: int, key: Optional[Tuple[Any, ...]],
+                 kernel_size: Any, stride: Any, padding: Any, ceil_mode: Any,
+                 count_include_pad: Any, divisor_override: Any) -> _PoolParams:
+    """The checked parameters of a pool; cached under key (_pool_key of the arguments) unless
+    it is None."""
     if key is None:
         return _pool_params_of(spatial, rank, kernel_size, stride, padding, ceil_mode,
                                count_include_pad, divisor_override)
@@ -565,8 +565,8 @@ def _avg_pool(x: Tensor, rank: int, fname: str, kernel_size: _Size, stride: Opti
         return y
     _check_tensor(x, fname)
     xb, unbatched = _batched(x, rank, fname)
-    params: _PoolParams = _pool_params(tuple(xb.shape[2:]), rank, kernel_size, stride, padding,
-                                       ceil_mode, count_include_pad, divisor_override)
+    params: _PoolParams = _pool_params(tuple(xb.shape[2:]), rank, args, kernel_size, stride,
+                                       padding, ceil_mode, count_include_pad, divisor_override)
     channels_last = _result_channels_last(xb)
     if not _eager_direct(xb):
         y = _avg_pool_op(xb, *params, channels_last)
