@@ -19,6 +19,10 @@ struct ap_operator {
     ap_backward_fn backward;
     ap_inverse inverse; /* the taps inverted for the backward pass, made at creation */
     ap_tensor_desc output;
+    ap_layout in_layout; /* the input's (output.layout may differ, set by
+                            ap_operator_set_output_layout) */
+    int moved_output;    /* output.layout is not in_layout, and that moves elements
+                            (more than one channel and output position) */
 };
 
 /* Finish an operator from a plan (planned: its status): take the kernel
@@ -36,6 +40,8 @@ static ap_status ap_operator_init(ap_operator *op, ap_status planned,
     op->backward = table->backward[plan->dtype];
     ap_choose_path(plan, table->lanes[plan->dtype], NULL, 0);
     op->output = *input;
+    op->in_layout = input->layout;
+    op->moved_output = 0;
     for (int a = 0; a < input->rank; ++a)
         op->output.sizes[a] = plan->axis[3 - input->rank + a].out;
     if (plan->layout != input->layout) /* planned flattened (ap_flatten_channels): W x C */
@@ -90,6 +96,31 @@ static ap_status ap_plan_pool_as_run(ap_plan *plan, const ap_pool_desc *desc,
     return ap_plan_pool(plan, desc, input, dtype, num_threads);
 }
 
+/* The operator's kernel on x into y, y in the input's layout unless the plan's path writes
+ * the other one itself (plan->out_channels_first). */
+static ap_status ap_operator_kernel(const ap_operator *op, const void *x, void *y) {
+    const ap_plan *plan = &op->plan;
+    /* omit: the scalar kernels and the box path skip NaN themselves */
+    if (plan->nan_omit && plan->path != AP_PATH_SCALAR && plan->path != AP_PATH_SCALAR_FALLBACK &&
+        !ap_box_counts_fit(plan))
+        return ap_omit_run(plan, op->table, x, y);
+    return op->kernel(plan, x, y);
+}
+
+/* An output wanted in the layout other than the one the kernel writes: into a buffer first,
+ * then across (ap_relayout). */
+static ap_status ap_run_then_relayout(const ap_operator *op, const void *x, void *y,
+                                      int64_t n_out) {
+    void *buf = malloc((size_t)n_out * ap_dtype_bytes(op->plan.dtype));
+    if (!buf) return AP_ERR_OUT_OF_MEMORY;
+    ap_tensor_desc written = op->output;
+    written.layout = op->in_layout;
+    ap_status s = ap_operator_kernel(op, x, buf);
+    if (s == AP_OK) s = ap_relayout(&written, op->plan.dtype, buf, y, op->plan.num_threads);
+    free(buf);
+    return s;
+}
+
 ap_status ap_operator_run(const ap_operator *op, const void *x, void *y) {
     if (!op) return AP_ERR_NULL_POINTER;
     const ap_plan *plan = &op->plan;
@@ -97,11 +128,9 @@ ap_status ap_operator_run(const ap_operator *op, const void *x, void *y) {
     const int64_t n_out = plan->batch * plan->channels * plan->out_plane;
     if ((n_in > 0 && !x) || (n_out > 0 && !y)) return AP_ERR_NULL_POINTER;
     if (n_out == 0) return AP_OK;
-    /* omit: the scalar kernels and the box path skip NaN themselves */
-    if (plan->nan_omit && plan->path != AP_PATH_SCALAR && plan->path != AP_PATH_SCALAR_FALLBACK &&
-        !ap_box_counts_fit(plan))
-        return ap_omit_run(plan, op->table, x, y);
-    return op->kernel(plan, x, y);
+    if (op->moved_output && !plan->out_channels_first)
+        return ap_run_then_relayout(op, x, y, n_out);
+    return ap_operator_kernel(op, x, y);
 }
 
 ap_status ap_avgpool(const ap_pool_desc *desc, const ap_tensor_desc *input, ap_dtype dtype,
@@ -322,10 +351,43 @@ ap_status ap_operator_create_adaptive(const ap_adaptive_desc *desc, const ap_ten
                             input, op);
 }
 
+ap_status ap_operator_set_output_layout(ap_operator *op, ap_layout layout) {
+    if (!op) return AP_ERR_NULL_POINTER;
+    if (layout != AP_LAYOUT_NCHW && layout != AP_LAYOUT_NHWC) return AP_ERR_LAYOUT;
+    op->output.layout = layout;
+    int64_t out_plane = 1;
+    for (int a = 0; a < op->output.rank; ++a) out_plane *= op->output.sizes[a];
+    op->moved_output = layout != op->in_layout && op->output.channels > 1 && out_plane > 1;
+    /* the paths that write a channels-first row from channels-last input themselves; the
+     * rest (and flattened plans, whose layout is NCHW) go through ap_relayout */
+    ap_plan *plan = &op->plan;
+    plan->out_channels_first =
+        op->moved_output && layout == AP_LAYOUT_NCHW && plan->layout == AP_LAYOUT_NHWC &&
+        !plan->nan_omit &&
+        (plan->path == AP_PATH_NHWC_DIRECT || plan->path == AP_PATH_NHWC_SEPARABLE);
+    return AP_OK;
+}
+
 ap_status ap_operator_output(const ap_operator *op, ap_tensor_desc *output) {
     if (!op || !output) return AP_ERR_NULL_POINTER;
     *output = op->output;
     return AP_OK;
+}
+
+static ap_status ap_operator_backward(const ap_operator *op, const void *gy, void *gx) {
+    return op->backward(&op->plan, &op->inverse, gy, gx);
+}
+
+/* gy stored in the output's layout: moved into the input's first (ap_relayout), as the
+ * backward kernels take both in one layout. */
+static ap_status ap_relayout_then_backward(const ap_operator *op, const void *gy, void *gx,
+                                           int64_t n_out) {
+    void *buf = malloc((size_t)n_out * ap_dtype_bytes(op->plan.dtype));
+    if (!buf) return AP_ERR_OUT_OF_MEMORY;
+    ap_status s = ap_relayout(&op->output, op->plan.dtype, gy, buf, op->plan.num_threads);
+    if (s == AP_OK) s = ap_operator_backward(op, buf, gx);
+    free(buf);
+    return s;
 }
 
 ap_status ap_operator_run_backward(const ap_operator *op, const void *gy, void *gx) {
@@ -335,7 +397,9 @@ ap_status ap_operator_run_backward(const ap_operator *op, const void *gy, void *
     const int64_t n_out = plan->batch * plan->channels * plan->out_plane;
     if ((n_out > 0 && !gy) || (n_in > 0 && !gx)) return AP_ERR_NULL_POINTER;
     if (plan->nan_omit) return AP_ERR_NAN_POLICY;
-    return n_in > 0 ? op->backward(plan, &op->inverse, gy, gx) : AP_OK;
+    if (n_in == 0) return AP_OK;
+    if (op->moved_output && n_out > 0) return ap_relayout_then_backward(op, gy, gx, n_out);
+    return ap_operator_backward(op, gy, gx);
 }
 
 void ap_operator_destroy(ap_operator *op) {

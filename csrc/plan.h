@@ -41,6 +41,10 @@ typedef struct ap_plan {
     int64_t min_count;          /* nan_omit: least non-NaN taps, else NaN   */
     int adaptive;
     int num_threads;            /* > 0                                      */
+    int out_channels_first;     /* channels-last input, output stored channels
+                                   first (ap_operator_set_output_layout):
+                                   nhwc-direct and nhwc-separable transpose
+                                   each output row into place (ap_transpose) */
     int64_t in_plane, out_plane; /* elements of one spatial volume         */
     int64_t *storage;           /* owns every per-axis table                */
     /* The kernel path, set by ap_choose_path (paths.c) for the kernel
@@ -67,6 +71,11 @@ typedef struct ap_plan {
     int64_t row_buflen;         /* rows paths: floats per row buffer (with
                                    vector slack and the row sums), < 2^31   */
 } ap_plan;
+
+/* Bytes per element of a valid dtype. */
+static inline size_t ap_dtype_bytes(ap_dtype dtype) {
+    return dtype == AP_DTYPE_F64 ? 8 : dtype == AP_DTYPE_F32 ? 4 : 2;
+}
 
 /* A tensor description's own rules (rank, layout, sizes, overflow), as the
  * pooling calls check them; *plane: its elements per spatial volume. */

@@ -1,27 +1,85 @@
 /* relayout.c - ap_relayout: a tensor copied between channels-first and
  * channels-last storage.
  *
- * Per image that is the transpose of a (C, spatial) matrix or back. A plain
- * strided copy reads (or writes) one element per cache line and walks
- * through more lines than L1 holds before it comes back to use the rest of
- * them: numpy's and torch's copies of a (2, 8, 28, 28, 64) result into
- * (2, 64, 8, 28, 28) took 5.6-6.5x the time of a contiguous copy, these tiles
- * 2x (Intel Xeon VM, 1 thread). Each image is cut into bands of AP_BAND
- * rows of the source; a band is copied tile by tile (AP_BAND x AP_BAND), so
- * the lines read and written by a tile stay in L1 and each is used whole.
- * 4-byte elements go 4 x 4 blocks at a time through SSE2 register
- * transposes (part of every x86-64 CPU): a (2, 8, 28, 28, 64) float32
- * result into (2, 64, 8, 28, 28) took 471 us one by one and takes 229 at
- * 1 thread (231 -> 102 at 2), the way back 435 -> 367 (220 -> 169). */
+ * Per image that is the transpose of a (C, spatial) matrix or back
+ * (ap_transpose, which the channels-last kernels also use to write a
+ * channels-first output row by row). A plain strided copy reads (or writes)
+ * one element per cache line and walks through more lines than L1 holds
+ * before it comes back to use the rest of them: numpy's and torch's copies
+ * of a (2, 8, 28, 28, 64) result into (2, 64, 8, 28, 28) took 5.6-6.5x the
+ * time of a contiguous copy, these tiles 2x (Intel Xeon VM, 1 thread). Each
+ * image is cut into bands of AP_BAND rows of the source; a band is copied
+ * tile by tile (AP_BAND x AP_BAND), so the lines read and written by a tile
+ * stay in L1 and each is used whole. 4-byte elements go 4 x 4 blocks at a
+ * time through SSE2 register transposes (part of every x86-64 CPU): a
+ * (2, 8, 28, 28, 64) float32 result into (2, 64, 8, 28, 28) took 471 us one
+ * by one and takes 229 at 1 thread (231 -> 102 at 2), the way back
+ * 435 -> 367 (220 -> 169). */
 #include <stdint.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
-#include "plan.h"
+#include "kernels/kernels.h"
 #include "threading.h"
 
 enum { AP_BAND = 16 };
+
+/* ap_transpose one element at a time, AP_BAND columns per pass over the rows. The
+ * sizes in locals: read through a pointer they would be reloaded after every store
+ * to dst, which may alias them (8-byte elements). */
+#define AP_TRANSPOSE_TILES(T)                                                          \
+    do {                                                                               \
+        const T *restrict s_ = (const T *)src;                                         \
+        T *restrict d_ = (T *)dst;                                                     \
+        for (int64_t c0 = 0; c0 < cols; c0 += AP_BAND) {                               \
+            const int64_t c1 = c0 + AP_BAND < cols ? c0 + AP_BAND : cols;              \
+            for (int64_t c = c0; c < c1; ++c)                                          \
+                for (int64_t r = 0; r < rows; ++r) d_[c * dst_ld + r] = s_[r * src_ld + c]; \
+        }                                                                              \
+    } while (0)
+
+#if defined(__SSE2__)
+/* ap_transpose of 4-byte elements: whole 4 x 4 blocks through registers, the last
+ * rows and each pass's last columns (fewer than 4) one by one. */
+static void ap_transpose_4(const float *restrict src, int64_t src_ld, float *restrict dst,
+                           int64_t dst_ld, int64_t rows, int64_t cols) {
+    for (int64_t c0 = 0; c0 < cols; c0 += AP_BAND) {
+        const int64_t c1 = c0 + AP_BAND < cols ? c0 + AP_BAND : cols;
+        int64_t r = 0;
+        for (; r + 4 <= rows; r += 4) {
+            const float *s = src + r * src_ld;
+            int64_t c = c0;
+            for (; c + 4 <= c1; c += 4) {
+                __m128 a = _mm_loadu_ps(s + c), b = _mm_loadu_ps(s + src_ld + c),
+                       e = _mm_loadu_ps(s + 2 * src_ld + c), f = _mm_loadu_ps(s + 3 * src_ld + c);
+                _MM_TRANSPOSE4_PS(a, b, e, f);
+                _mm_storeu_ps(dst + c * dst_ld + r, a);
+                _mm_storeu_ps(dst + (c + 1) * dst_ld + r, b);
+                _mm_storeu_ps(dst + (c + 2) * dst_ld + r, e);
+                _mm_storeu_ps(dst + (c + 3) * dst_ld + r, f);
+            }
+            for (; c < c1; ++c)
+                for (int64_t k = 0; k < 4; ++k) dst[c * dst_ld + r + k] = s[k * src_ld + c];
+        }
+        for (; r < rows; ++r)
+            for (int64_t c = c0; c < c1; ++c) dst[c * dst_ld + r] = src[r * src_ld + c];
+    }
+}
+#endif
+
+void ap_transpose(const void *src, int64_t src_ld, void *dst, int64_t dst_ld, int64_t rows,
+                  int64_t cols, size_t es) {
+    switch (es) {
+    case 2: AP_TRANSPOSE_TILES(uint16_t); break;
+#if defined(__SSE2__)
+    case 4: ap_transpose_4((const float *)src, src_ld, (float *)dst, dst_ld, rows, cols); break;
+#else
+    case 4: AP_TRANSPOSE_TILES(uint32_t); break;
+#endif
+    default: AP_TRANSPOSE_TILES(uint64_t); break;
+    }
+}
 
 typedef struct {
     const char *x;
@@ -31,70 +89,16 @@ typedef struct {
     size_t es;           /* bytes per element                              */
 } ap_relayout_job;
 
-/* rows and cols in locals: the job's fields read through the pointer are reloaded after
- * every store to dst, which may alias them (8-byte elements) */
-#define AP_TRANSPOSE_BAND(T)                                                           \
-    do {                                                                               \
-        const int64_t rows = job->rows, cols = job->cols;                              \
-        const T *restrict src = (const T *)job->x + n * rows * cols;                   \
-        T *restrict dst = (T *)job->y + n * rows * cols;                               \
-        for (int64_t c0 = 0; c0 < cols; c0 += AP_BAND) {                               \
-            const int64_t c1 = c0 + AP_BAND < cols ? c0 + AP_BAND : cols;              \
-            for (int64_t c = c0; c < c1; ++c) {                                        \
-                T *restrict d = dst + c * rows;                                        \
-                const T *restrict s = src + c;                                         \
-                for (int64_t r = r0; r < r1; ++r) d[r] = s[r * cols];                  \
-            }                                                                          \
-        }                                                                              \
-    } while (0)
-
-#if defined(__SSE2__)
-/* AP_TRANSPOSE_BAND for 4-byte elements: whole 4 x 4 blocks through registers, the
- * band's last rows and each tile's last columns (fewer than 4) one by one. */
-static void ap_transpose_band_4(const ap_relayout_job *job, int64_t n, int64_t r0,
-                                int64_t r1) {
-    const int64_t rows = job->rows, cols = job->cols;
-    const float *restrict src = (const float *)(const void *)job->x + n * rows * cols;
-    float *restrict dst = (float *)(void *)job->y + n * rows * cols;
-    for (int64_t c0 = 0; c0 < cols; c0 += AP_BAND) {
-        const int64_t c1 = c0 + AP_BAND < cols ? c0 + AP_BAND : cols;
-        int64_t r = r0;
-        for (; r + 4 <= r1; r += 4) {
-            const float *s = src + r * cols;
-            int64_t c = c0;
-            for (; c + 4 <= c1; c += 4) {
-                __m128 a = _mm_loadu_ps(s + c), b = _mm_loadu_ps(s + cols + c),
-                       e = _mm_loadu_ps(s + 2 * cols + c), f = _mm_loadu_ps(s + 3 * cols + c);
-                _MM_TRANSPOSE4_PS(a, b, e, f);
-                _mm_storeu_ps(dst + c * rows + r, a);
-                _mm_storeu_ps(dst + (c + 1) * rows + r, b);
-                _mm_storeu_ps(dst + (c + 2) * rows + r, e);
-                _mm_storeu_ps(dst + (c + 3) * rows + r, f);
-            }
-            for (; c < c1; ++c)
-                for (int64_t k = 0; k < 4; ++k) dst[c * rows + r + k] = s[k * cols + c];
-        }
-        for (; r < r1; ++r)
-            for (int64_t c = c0; c < c1; ++c) dst[c * rows + r] = src[r * cols + c];
-    }
-}
-#endif
-
 static void ap_relayout_bands(void *ctx, int64_t lo, int64_t hi) {
     const ap_relayout_job *job = (const ap_relayout_job *)ctx;
+    const int64_t rows = job->rows, cols = job->cols;
     for (int64_t b = lo; b < hi; ++b) {
         const int64_t n = b / job->bands;
         const int64_t r0 = (b % job->bands) * AP_BAND;
-        const int64_t r1 = r0 + AP_BAND < job->rows ? r0 + AP_BAND : job->rows;
-        switch (job->es) {
-        case 2: AP_TRANSPOSE_BAND(uint16_t); break;
-#if defined(__SSE2__)
-        case 4: ap_transpose_band_4(job, n, r0, r1); break;
-#else
-        case 4: AP_TRANSPOSE_BAND(uint32_t); break;
-#endif
-        default: AP_TRANSPOSE_BAND(uint64_t); break;
-        }
+        const int64_t r1 = r0 + AP_BAND < rows ? r0 + AP_BAND : rows;
+        const size_t image = (size_t)(n * rows * cols) * job->es;
+        ap_transpose(job->x + image + (size_t)(r0 * cols) * job->es, cols,
+                     job->y + image + (size_t)r0 * job->es, rows, r1 - r0, cols, job->es);
     }
 }
 
@@ -104,13 +108,7 @@ ap_status ap_relayout(const ap_tensor_desc *input, ap_dtype dtype, const void *x
     int64_t plane;
     ap_status s = ap_tensor_check(input, &plane);
     if (s != AP_OK) return s;
-    size_t es;
-    switch (dtype) {
-    case AP_DTYPE_F32: es = 4; break;
-    case AP_DTYPE_F64: es = 8; break;
-    case AP_DTYPE_F16: case AP_DTYPE_BF16: es = 2; break;
-    default: return AP_ERR_DTYPE;
-    }
+    if ((unsigned)dtype > AP_DTYPE_BF16) return AP_ERR_DTYPE;
     const int64_t total = input->batch * input->channels * plane;
     if (total == 0) return AP_OK;
     if (!x || !y) return AP_ERR_NULL_POINTER;
@@ -121,7 +119,7 @@ ap_status ap_relayout(const ap_tensor_desc *input, ap_dtype dtype, const void *x
     job.rows = input->layout == AP_LAYOUT_NCHW ? input->channels : plane;
     job.cols = input->layout == AP_LAYOUT_NCHW ? plane : input->channels;
     job.bands = (job.rows + AP_BAND - 1) / AP_BAND;
-    job.es = es;
+    job.es = ap_dtype_bytes(dtype);
     const int nt = ap_threads_within(num_threads > 0 ? num_threads : ap_max_threads(), total);
     ap_parallel_for(nt, input->batch * job.bands, total, ap_relayout_bands, &job);
     return AP_OK;

@@ -114,6 +114,7 @@ cdef extern from "avgpool.h" nogil:
     ap_status ap_operator_create_adaptive(const ap_adaptive_desc *desc,
                                           const ap_tensor_desc *input, ap_dtype dtype,
                                           int num_threads, ap_operator **op, ap_error *err)
+    ap_status ap_operator_set_output_layout(ap_operator *op, ap_layout layout)
     ap_status ap_operator_output(const ap_operator *op, ap_tensor_desc *output)
     ap_status ap_operator_run(const ap_operator *op, const void *x, void *y)
     ap_status ap_operator_run_backward(const ap_operator *op, const void *gy, void *gx)

@@ -51,7 +51,7 @@ cdef int _dtype_code(cnp.ndarray a):
     return -1
 
 
-cdef int _layout(layout) except -1:
+cdef int _layout(layout, str name="layout") except -1:
     """String attributes match without regard to letter case (docs/semantics.md)."""
     if layout == "NCHW":  # the common spellings first: no string work on the hot path
         return AP_LAYOUT_NCHW
@@ -63,7 +63,7 @@ cdef int _layout(layout) except -1:
         if layout.upper() == "NHWC":
             return AP_LAYOUT_NHWC
     raise ValueError(
-        f"layout must be 'NCHW' (channels first) or 'NHWC' (channels last), in any letter case, "
+        f"{name} must be 'NCHW' (channels first) or 'NHWC' (channels last), in any letter case, "
         f"got {layout!r}")
 
 
@@ -451,6 +451,7 @@ cdef class CompiledOperator:
     cdef readonly tuple output_shape
     cdef readonly object dtype
     cdef readonly str layout
+    cdef readonly str output_layout
     cdef readonly int num_threads
     cdef object desc
     cdef int typenum
@@ -467,11 +468,15 @@ cdef class CompiledOperator:
     def __init__(self, *args, **kwargs):
         raise TypeError("use avgpool.compile_operator(desc, input_shape, dtype, ...)")
 
-    cdef _finish(self, tuple shape, layout, dtype, int nt, desc):
+    cdef _finish(self, tuple shape, ap_layout output_layout, dtype, int nt, desc):
         cdef ap_tensor_desc o
         cdef int64_t sizes[3]
         cdef int i
         ap_operator_output(self.op, &o)
+        self.layout = "NHWC" if o.layout == AP_LAYOUT_NHWC else "NCHW"
+        if output_layout != o.layout:
+            ap_operator_set_output_layout(self.op, output_layout)
+            ap_operator_output(self.op, &o)
         for i in range(o.rank):
             sizes[i] = o.sizes[i]
         self.input_shape = shape
@@ -482,13 +487,15 @@ cdef class CompiledOperator:
             self.in_dims[i] = shape[i]
         self.dtype = np.dtype(dtype)
         self.typenum = self.dtype.num
-        self.layout = "NHWC" if o.layout == AP_LAYOUT_NHWC else "NCHW"
+        self.output_layout = "NHWC" if o.layout == AP_LAYOUT_NHWC else "NCHW"
         self.num_threads = nt if nt > 0 else ap_max_threads()
         self.desc = desc
 
     def __repr__(self):
+        other = ("" if self.output_layout == self.layout
+                 else f"output_layout={self.output_layout!r}, ")
         return (f"CompiledOperator({self.desc!r}, input_shape={self.input_shape}, "
-                f"dtype={self.dtype.name}, layout={self.layout!r}, "
+                f"dtype={self.dtype.name}, layout={self.layout!r}, {other}"
                 f"num_threads={self.num_threads}) -> output_shape={self.output_shape}")
 
     def __reduce__(self):
@@ -616,20 +623,23 @@ cdef class PoolDesc:
             self._fail(s, &t)
         return buf.decode()
 
-    def compile(self, tuple shape, layout, dtype, num_threads, desc):
-        """A CompiledOperator for inputs of this shape, layout and dtype (desc: for its repr)."""
+    def compile(self, tuple shape, layout, output_layout, dtype, num_threads, desc):
+        """A CompiledOperator for inputs of this shape, layout and dtype, its output in
+        output_layout (None: layout) (desc: for its repr)."""
         cdef CompiledOperator op = CompiledOperator.__new__(CompiledOperator)
         cdef ap_tensor_desc t
         cdef ap_error err
         cdef int code = _dtype_code_of(dtype)
         _tensor(&t, shape, self.c.rank, _layout(layout), "window_size")
+        cdef int out_layout = (t.layout if output_layout is None
+                               else _layout(output_layout, "output_layout"))
         cdef int nt = _threads(num_threads)
         cdef ap_status s = ap_operator_create_pool(&self.c, &t, <ap_dtype>code, nt, &op.op, &err)
         if s != AP_OK:
             if err.status != AP_OK:
                 _raise_error(&err)
             _raise(s)
-        op._finish(shape, layout, dtype, nt, desc)
+        op._finish(shape, <ap_layout>out_layout, dtype, nt, desc)
         return op
 
     def run(self, x, layout, out, num_threads):
@@ -728,13 +738,16 @@ cdef class AdaptiveDesc:
             _raise(status)  # not a rule of the arguments: memory, instruction set
         _raise_error(&err)
 
-    def compile(self, tuple shape, layout, dtype, num_threads, desc):
-        """A CompiledOperator for inputs of this shape, layout and dtype (desc: for its repr)."""
+    def compile(self, tuple shape, layout, output_layout, dtype, num_threads, desc):
+        """A CompiledOperator for inputs of this shape, layout and dtype, its output in
+        output_layout (None: layout) (desc: for its repr)."""
         cdef CompiledOperator op = CompiledOperator.__new__(CompiledOperator)
         cdef ap_tensor_desc t
         cdef ap_error err
         cdef int code = _dtype_code_of(dtype)
         _tensor(&t, shape, self.c.rank, _layout(layout), "output_sizes")
+        cdef int out_layout = (t.layout if output_layout is None
+                               else _layout(output_layout, "output_layout"))
         cdef int nt = _threads(num_threads)
         cdef ap_status s = ap_operator_create_adaptive(&self.c, &t, <ap_dtype>code, nt, &op.op,
                                                        &err)
@@ -742,7 +755,7 @@ cdef class AdaptiveDesc:
             if err.status != AP_OK:
                 _raise_error(&err)
             _raise(s)
-        op._finish(shape, layout, dtype, nt, desc)
+        op._finish(shape, <ap_layout>out_layout, dtype, nt, desc)
         return op
 
     def run(self, x, layout, out, num_threads):

@@ -7,6 +7,8 @@ and every path must match the float64 brute force of tests/reference.py. Test id
 instruction-set names (the ids end in the conftest's [isa]).
 """
 
+import functools
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -376,3 +378,55 @@ def test_global_nhwc_channel_slices_same_bits(channels, dtype):
             part = np.ascontiguousarray(x[..., c0:c0 + width])
             got = avgpool.adaptive_average_pool(part, (1, 1), layout="NHWC")
             assert got.tobytes() == want[..., c0:c0 + width].tobytes(), (width, c0)
+
+
+def _other_layout(a, layout):
+    """a, stored in layout, as an array of the other layout (a transposed copy)."""
+    rank = a.ndim - 2
+    order = ((0,) + tuple(range(2, 2 + rank)) + (1,) if layout == "NCHW"
+             else (0, 1 + rank) + tuple(range(1, 1 + rank)))
+    return np.ascontiguousarray(a.transpose(order))
+
+
+@functools.lru_cache(maxsize=None)
+def _reference_of(case_id, dtype):
+    """The float64 reference on the input the test below draws for case_id in dtype (the same on
+    every instruction set, so computed once)."""
+    case = CASES[case_id]
+    x = _input_of(case_id, dtype)
+    return _other_layout(_reference(case, x.astype(np.float64)), case[1])
+
+
+def _input_of(case_id, dtype):
+    rng = np.random.default_rng(abs(hash(case_id)) % 2**32)
+    return rng.uniform(-1, 1, CASES[case_id][2]).astype(dtype)
+
+
+@pytest.mark.parametrize("case_id", list(CASES))
+@pytest.mark.parametrize("dtype", DTYPES + [np.float64])
+def test_output_in_the_other_layout(case_id, dtype):
+    """compile_operator(..., output_layout=the other layout) on every path: the result is the
+    same-layout result transposed, bit for bit, so within the float64 reference's tolerance;
+    its backward takes the gradient in the output's layout and gives the plain backward's bits.
+    Channels last to first runs the channels-last kernels' own row transposes on nhwc-direct
+    and nhwc-separable (ap_transpose) and goes through ap_relayout elsewhere."""
+    case = CASES[case_id]
+    _, layout, shape = case[:3]
+    other = "NHWC" if layout == "NCHW" else "NCHW"
+    desc = _desc(case)
+    x = _input_of(case_id, dtype)
+    same = avgpool.compile_operator(desc, shape, dtype, layout=layout)
+    op = avgpool.compile_operator(desc, shape, dtype, layout=layout, output_layout=other)
+    assert (op.layout, op.output_layout) == (layout, other)
+    want = _other_layout(same(x), layout)
+    assert op.output_shape == want.shape
+    got = op(x)
+    np.testing.assert_array_equal(got, want)
+    _close(got, _reference_of(case_id, dtype), TOL_REF[dtype],
+           f"{case_id} {np.dtype(dtype)} vs reference")
+    out = np.full(op.output_shape, np.nan, dtype)
+    assert op(x, out=out) is out
+    np.testing.assert_array_equal(out, want)
+    gy = np.random.default_rng(7).uniform(-1, 1, op.output_shape).astype(dtype)
+    gy_same = _other_layout(gy, other)
+    np.testing.assert_array_equal(op.backward(gy), same.backward(gy_same))

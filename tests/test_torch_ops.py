@@ -408,13 +408,14 @@ def test_cached_operators_follow_the_thread_settings(monkeypatch):
     desc = apt._pool_desc((2, 2), (2, 2), (0, 0), (4, 4), True, 0)
     for n in ("1", "2", "3"):
         monkeypatch.setenv("AVGPOOL_NUM_THREADS", n)
-        assert apt._operator(desc, (1, 2, 8, 8), np.dtype(np.float32), False).num_threads == int(n)
+        op = apt._operator(desc, (1, 2, 8, 8), np.dtype(np.float32), False, False)
+        assert op.num_threads == int(n)
     monkeypatch.delenv("AVGPOOL_NUM_THREADS")
     before = torch.get_num_threads()
     try:
         for n in (1, 2):
             torch.set_num_threads(n)
-            op = apt._operator(desc, (1, 2, 8, 8), np.dtype(np.float32), False)
+            op = apt._operator(desc, (1, 2, 8, 8), np.dtype(np.float32), False, False)
             assert op.num_threads == avgpool.info()["max_threads"]
             assert op.num_threads == n or not apt._shares_openmp_with_torch()
     finally:

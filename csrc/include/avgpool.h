@@ -376,8 +376,18 @@ AP_API ap_status ap_operator_create_pool(const ap_pool_desc *desc, const ap_tens
 AP_API ap_status ap_operator_create_adaptive(const ap_adaptive_desc *desc,
                                              const ap_tensor_desc *input, ap_dtype dtype,
                                              int num_threads, ap_operator **op, ap_error *err);
-/* The output's description: input's batch, channels, rank and layout with
- * the output sizes. Errors: AP_ERR_NULL_POINTER. */
+/* Store the operator's output in `layout` instead of the input's, e.g. a
+ * channels-first result of a channels-last input (what PyTorch returns for
+ * 3-D pools of channels_last_3d tensors): the channels-last kernels that
+ * take most windows write it row by row, the others through ap_relayout.
+ * ap_operator_run_backward then takes gy in this layout too (gx stays in
+ * the input's). Part of making the operator: call it before the operator
+ * runs, not while other threads run it. Errors: AP_ERR_NULL_POINTER,
+ * AP_ERR_LAYOUT. */
+AP_API ap_status ap_operator_set_output_layout(ap_operator *op, ap_layout layout);
+/* The output's description: input's batch, channels and rank, the output
+ * sizes, and the output's layout (the input's unless set above). Errors:
+ * AP_ERR_NULL_POINTER. */
 AP_API ap_status ap_operator_output(const ap_operator *op, ap_tensor_desc *output);
 /* Pool x (the input described at creation) into y (the output described by
  * ap_operator_output), as ap_avgpool does. Errors: AP_ERR_NULL_POINTER (op,

@@ -52,6 +52,13 @@ ap_status ap_omit_run(const ap_plan *p, const ap_kernel_table *table, const void
  * unavailable instruction set; *status (if not NULL) then says AP_ERR_ISA. */
 const ap_kernel_table *ap_kernels(ap_status *status);
 
+/* dst[c * dst_ld + r] = src[r * src_ld + c] for r < rows, c < cols, elements of es
+ * bytes (2, 4 or 8); src and dst do not overlap (relayout.c). In passes of 16 columns,
+ * so that the lines read and written stay in L1; 4-byte elements in 4 x 4 register
+ * transposes on x86-64. */
+void ap_transpose(const void *src, int64_t src_ld, void *dst, int64_t dst_ld, int64_t rows,
+                  int64_t cols, size_t es);
+
 /* Bytes a call must move (input read + output written) for its float32
  * output to be written with streaming stores (dispatch.c). */
 int64_t ap_stream_bytes(void);

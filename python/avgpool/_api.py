@@ -221,6 +221,7 @@ def _shape_tuple(input_shape: Any) -> Tuple[int, ...]:
 
 def compile_operator(desc: Union[AveragePoolingDesc, AdaptiveAveragePoolingDesc, Sequence[int]],
                      input_shape: Sequence[int], dtype: Any, *, layout: str = "NCHW",
+                     output_layout: Optional[str] = None,
                      num_threads: Optional[int] = None) -> _core.CompiledOperator:
     """Pooling compiled once for inputs of one shape, dtype and layout, to call many times.
 
@@ -230,13 +231,17 @@ def compile_operator(desc: Union[AveragePoolingDesc, AdaptiveAveragePoolingDesc,
     here, and the plan is made: per-axis window tables, the kernel path and the kernel of the
     instruction set in use now (a later ``AVGPOOL_ISA``-style switch does not change it), and
     the thread count (``num_threads``, else ``AVGPOOL_NUM_THREADS``, else the OpenMP default,
-    read now). The returned operator has ``input_shape``, ``output_shape``, ``dtype``,
-    ``layout`` and ``num_threads``; ``op(x, out=None)`` checks only what may change between
-    calls (x's type, dtype and shape; ``out``'s shape, dtype, memory order and overlap) and
-    returns the same result as the plain call, bit for bit. ``op.backward(grad_out, out=None)``
-    returns the gradient with respect to the input, as :func:`average_pool_backward` (with the
-    window tables inverted once, at compilation). Several Python threads may call one operator
-    at once.
+    read now). ``output_layout`` (default: ``layout``) stores the result in the other layout,
+    e.g. channels first from a channels-last input, in one pass where the kernel path allows
+    (PyTorch's 3-D pools return that for channels_last_3d tensors). The returned operator has
+    ``input_shape``, ``output_shape`` (in ``output_layout``), ``dtype``, ``layout``,
+    ``output_layout`` and ``num_threads``; ``op(x, out=None)`` checks only what may change
+    between calls (x's type, dtype and shape; ``out``'s shape, dtype, memory order and overlap)
+    and returns the same result as the plain call, bit for bit (transposed when
+    ``output_layout`` differs). ``op.backward(grad_out, out=None)`` returns the gradient with
+    respect to the input, as :func:`average_pool_backward` (with the window tables inverted
+    once, at compilation; ``grad_out`` in ``output_layout``). Several Python threads may call
+    one operator at once.
 
     >>> import numpy as np, avgpool
     >>> op = avgpool.compile_operator(avgpool.AveragePoolingDesc((2, 2), strides=(2, 2)),
@@ -254,7 +259,7 @@ def compile_operator(desc: Union[AveragePoolingDesc, AdaptiveAveragePoolingDesc,
         dt = np.dtype(dtype)
     except TypeError:
         raise TypeError(f"dtype: {dtype!r} is not a numpy dtype") from None
-    return core.compile(shape, layout, dt, num_threads, desc)
+    return core.compile(shape, layout, output_layout, dt, num_threads, desc)
 
 
 def _shape_entry(v: Any) -> int:

@@ -172,18 +172,22 @@ def _settings() -> Tuple[Optional[str], int, str]:
     return os.environ.get("AVGPOOL_NUM_THREADS"), _core.max_threads(), _core.isa()
 
 
-def _operator(desc: Any, shape: Tuple[int, ...], dtype: np.dtype, nhwc: bool) -> Any:
+def _operator(desc: Any, shape: Tuple[int, ...], dtype: np.dtype, nhwc: bool,
+              nhwc_out: bool) -> Any:
     """A compiled operator (avgpool.compile_operator) for desc on arrays of this shape, dtype
-    and layout, with the thread count and kernels a plain call would take now. Cached, as a
-    model calls the same pools on the same shapes every step: a call then checks only the
-    array (the plain call's checks and plan measured 20-60 us more between other operators)."""
-    return _operator_for(desc, shape, dtype, nhwc, *_settings())
+    and layout (nhwc), its result in the layout nhwc_out asks for, with the thread count and
+    kernels a plain call would take now. Cached, as a model calls the same pools on the same
+    shapes every step: a call then checks only the array (the plain call's checks and plan
+    measured 20-60 us more between other operators)."""
+    return _operator_for(desc, shape, dtype, nhwc, nhwc_out, *_settings())
 
 
 @lru_cache(maxsize=256)
 def _operator_for(desc: Any, shape: Tuple[int, ...], dtype: np.dtype, nhwc: bool,
-                  env_threads: Optional[str], max_threads: int, isa: str) -> Any:
-    return _api.compile_operator(desc, shape, dtype, layout="NHWC" if nhwc else "NCHW")
+                  nhwc_out: bool, env_threads: Optional[str], max_threads: int,
+                  isa: str) -> Any:
+    return _api.compile_operator(desc, shape, dtype, layout="NHWC" if nhwc else "NCHW",
+                                 output_layout="NHWC" if nhwc_out else "NCHW")
 
 
 def _run(x: Tensor, desc: Any, nhwc_out: bool,
@@ -198,14 +202,17 @@ def _run(x: Tensor, desc: Any, nhwc_out: bool,
         cl = x.permute(_to_nhwc(x.dim() - 2))
         nhwc = cl.is_contiguous()
         a = _api.as_array(cl if nhwc else x.contiguous())
-    op = _operator(desc, a.shape, a.dtype, nhwc)
+    # channels-last input, result wanted channels first (3-D pools): written so by the
+    # operator, in one pass; the other way round moves less, after the kernel (_in_layout)
+    y_nhwc = nhwc and nhwc_out
+    op = _operator(desc, a.shape, a.dtype, nhwc, y_nhwc)
     y = op(a)
     if (inference_key is not None and y.size and (nhwc or x.is_contiguous()) and
             x.dtype in _INFERENCE_DTYPES):
         rank = x.dim() - 2
         _keep_inference_plan(inference_key, (op, _to_nhwc(rank), _from_nhwc(rank), nhwc_out)
                              if nhwc else (op, None, None, nhwc_out))
-    return _in_layout(y, nhwc, nhwc_out)
+    return _in_layout(y, y_nhwc, nhwc_out)
 
 
 # ------------------------------------------------------------------------ inference fast path
@@ -247,9 +254,10 @@ def _inference_run(key: Optional[Tuple[Any, ...]], x: Tensor) -> Optional[Tensor
     if to_nhwc is None:
         y = op(x.numpy())
         return _in_layout(y, False, True) if nhwc_out else torch.from_numpy(y)
-    # numpy's transposes: a torch permute of a tuple costs twice as much
+    # numpy's transposes: a torch permute of a tuple costs twice as much; the operator
+    # writes a channels-first result itself (_run)
     y = op(x.numpy().transpose(to_nhwc))
-    return torch.from_numpy(y.transpose(from_nhwc)) if nhwc_out else _in_layout(y, True, False)
+    return torch.from_numpy(y.transpose(from_nhwc) if nhwc_out else y)
 
 
 def _as_layout_array(t: Tensor, nhwc: bool) -> np.ndarray:
@@ -271,7 +279,7 @@ def _run_backward(grad: Tensor, input_size: Sequence[int], nhwc: bool, desc: Any
     if nhwc:
         shape = (shape[0],) + shape[2:] + (shape[1],)
     g = _as_layout_array(grad, nhwc)
-    return _in_layout(_operator(desc, shape, g.dtype, nhwc).backward(g), nhwc, nhwc)
+    return _in_layout(_operator(desc, shape, g.dtype, nhwc, nhwc).backward(g), nhwc, nhwc)
 
 
 def _check_tensor(x: Any, fname: str) -> None:

@@ -2,8 +2,9 @@
  * and adaptive descriptors on every instruction set, an operator's results
  * equal the one-shot call's bit for bit, run after run; four threads running
  * one operator at once get the serial result; the operator keeps the kernel
- * path of its creation when ap_set_isa switches; errors fill ap_error and
- * leave *op NULL; destroy(NULL) is a no-op. Run under ASan by
+ * path of its creation when ap_set_isa switches; an output set to the other
+ * layout is the result moved across (ap_relayout), and its backward takes
+ * gy so; errors fill ap_error and leave *op NULL; destroy(NULL) is a no-op. Run under ASan by
  * scripts/test_c.sh. */
 #include <pthread.h>
 #include <stdlib.h>
@@ -147,7 +148,32 @@ static void test_random(const char *isa, int cases) {
               "[%s] case %d: the operator's backward differs from the one-shot call", isa, i);
         run_threads(op, 1, gy, ggot + (size_t)nx * es, (size_t)nx * es, gwant, isa, i);
         ap_operator_destroy(op);
-        free(x), free(want), free(got), free(gy), free(gwant), free(ggot);
+        /* the output in the other layout: the one-shot result moved across by ap_relayout,
+         * bit for bit, from THREADS threads too; the backward takes gy in that layout */
+        const ap_layout other = c.t.layout == AP_LAYOUT_NCHW ? AP_LAYOUT_NHWC : AP_LAYOUT_NCHW;
+        CHECK_STATUS(create(&c, &op, NULL), AP_OK);
+        CHECK_STATUS(ap_operator_set_output_layout(op, other), AP_OK);
+        ap_tensor_desc out2;
+        CHECK_STATUS(ap_operator_output(op, &out2), AP_OK);
+        int same_sizes = out2.batch == out.batch && out2.channels == out.channels &&
+                         out2.rank == out.rank && out2.layout == other;
+        for (int a = 0; a < out.rank; ++a) same_sizes &= out2.sizes[a] == out.sizes[a];
+        CHECK(same_sizes, "[%s] case %d: the output description in the other layout", isa, i);
+        unsigned char *moved = malloc((size_t)ny * es), *gy_moved = malloc((size_t)ny * es);
+        CHECK_STATUS(ap_relayout(&out, c.dtype, want, moved, 1), AP_OK);
+        CHECK_STATUS(ap_relayout(&out, c.dtype, gy, gy_moved, 1), AP_OK);
+        memset(got, 0xab, (size_t)ny * es);
+        CHECK_STATUS(ap_operator_run(op, x, got), AP_OK);
+        CHECK(memcmp(got, moved, (size_t)ny * es) == 0,
+              "[%s] case %d: the result in the other layout differs", isa, i);
+        run_threads(op, 0, x, got + (size_t)ny * es, (size_t)ny * es, moved, isa, i);
+        memset(ggot, 0xab, (size_t)nx * es);
+        CHECK_STATUS(ap_operator_run_backward(op, gy_moved, ggot), AP_OK);
+        CHECK(memcmp(ggot, gwant, (size_t)nx * es) == 0,
+              "[%s] case %d: the backward of gy in the other layout differs", isa, i);
+        ap_operator_destroy(op);
+        free(x), free(want), free(got), free(gy), free(gwant), free(ggot), free(moved),
+            free(gy_moved);
     }
 }
 
@@ -225,6 +251,10 @@ static void test_errors(void) {
           "output description %lld x %lld x %lld x %lld", (long long)out.batch,
           (long long)out.channels, (long long)out.sizes[0], (long long)out.sizes[1]);
     CHECK_STATUS(ap_operator_output(op, NULL), AP_ERR_NULL_POINTER);
+    CHECK_STATUS(ap_operator_set_output_layout(NULL, AP_LAYOUT_NHWC), AP_ERR_NULL_POINTER);
+    CHECK_STATUS(ap_operator_set_output_layout(op, (ap_layout)7), AP_ERR_LAYOUT);
+    CHECK_STATUS(ap_operator_output(op, &out), AP_OK);
+    CHECK(out.layout == AP_LAYOUT_NCHW, "a refused layout left the output's unchanged");
     ap_operator_destroy(op);
     ap_operator_destroy(NULL);
     /* an empty batch: runs nothing, NULL buffers allowed */
