@@ -4,11 +4,12 @@
  * description and the input values. Every status must be a valid code; when
  * the call succeeds, the output buffer is allocated to exactly the size the
  * core reported (so AddressSanitizer catches any write past it), and every
- * instruction-set path must agree with the scalar oracle. Sizes are mostly
- * small, sometimes huge or negative, to reach the overflow checks; a recipe
- * byte (apply_recipe) steers a share of the inputs to each kernel path and
- * to the edges that raw bytes rarely build. ap_*_check must agree with
- * ap_*_output_sizes.
+ * instruction-set path must agree with the scalar oracle (and its compiled
+ * operators, one writing the other layout, with the one-shot call). Sizes
+ * are mostly small, sometimes huge or negative, to reach the overflow
+ * checks; a recipe byte (apply_recipe) steers a share of the inputs to each
+ * kernel path and to the edges that raw bytes rarely build. ap_*_check must
+ * agree with ap_*_output_sizes.
  *
  * Build and run: scripts/fuzz_c.sh [seconds]
  */
@@ -369,6 +370,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             fprintf(stderr, "path %s: the operator differs from the one-shot call\n", isas[k]);
             abort();
         }
+        /* written in the other layout instead, then moved back: the same bits */
+        ap_operator *other = NULL;
+        s = adaptive ? ap_operator_create_adaptive(&ad, &t, dtype, threads, &other, NULL)
+                     : ap_operator_create_pool(&d, &t, dtype, threads, &other, NULL);
+        ap_tensor_desc moved;
+        if (s != AP_OK || !other ||
+            ap_operator_set_output_layout(other, t.layout == AP_LAYOUT_NCHW ? AP_LAYOUT_NHWC
+                                                                            : AP_LAYOUT_NCHW) !=
+                AP_OK ||
+            ap_operator_output(other, &moved) != AP_OK)
+            abort();
+        uint8_t *zm = (uint8_t *)malloc((size_t)n_out * es + 1);
+        if (!zm || ap_operator_run(other, x, zm) != AP_OK ||
+            ap_relayout(&moved, dtype, zm, z, 1) != AP_OK ||
+            memcmp(z, dst, (size_t)n_out * es) != 0) {
+            fprintf(stderr, "path %s: the output in the other layout differs\n", isas[k]);
+            abort();
+        }
+        free(zm);
+        ap_operator_destroy(other);
         free(z);
         /* the backward pass with the output as the gradient: it runs (memory-checked by the
          * sanitizers) and the operator's equals the one-shot call's */
