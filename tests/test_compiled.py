@@ -87,6 +87,12 @@ def test_sequence_of_sizes_and_repr():
     assert "AdaptiveAveragePoolingDesc" in text and "(2, 9, 9, 16)" in text and "float32" in text
     x = np.random.default_rng(0).standard_normal((2, 9, 9, 16)).astype(np.float32)
     np.testing.assert_array_equal(op(x), avgpool.adaptive_average_pool(x, (3, 3), layout="NHWC"))
+    assert op.output_layout == "NHWC" and "output_layout" not in text
+    other = avgpool.compile_operator((3, 3), [2, 9, 9, 16], "float32", layout="nhwc",
+                                     output_layout="nchw", num_threads=1)
+    assert other.output_shape == (2, 16, 3, 3) and other.output_layout == "NCHW"
+    assert "output_layout='NCHW'" in repr(other) and "-> output_shape=(2, 16, 3, 3)" in repr(other)
+    np.testing.assert_array_equal(other(x), op(x).transpose(0, 3, 1, 2))
 
 
 def test_call_checks():
@@ -141,6 +147,10 @@ def test_compile_errors():
         avgpool.compile_operator("2x2", (1, 1, 8, 8), np.float32)
     with pytest.raises(ValueError, match="layout must be 'NCHW'"):
         avgpool.compile_operator(desc, (1, 1, 8, 8), np.float32, layout="CHW")
+    with pytest.raises(ValueError, match="output_layout must be 'NCHW'"):
+        avgpool.compile_operator(desc, (1, 1, 8, 8), np.float32, output_layout="NCDHW")
+    with pytest.raises(ValueError, match="output_layout must be 'NCHW'"):
+        avgpool.compile_operator(desc, (1, 1, 8, 8), np.float32, output_layout=1)
     with pytest.raises(ValueError, match="num_threads"):
         avgpool.compile_operator(desc, (1, 1, 8, 8), np.float32, num_threads=0)
     with pytest.raises(TypeError, match="use avgpool.compile_operator"):
