@@ -25,9 +25,7 @@
 
 enum { AP_BAND = 16 };
 
-/* ap_transpose one element at a time, AP_BAND columns per pass over the rows. The
- * sizes in locals: read through a pointer they would be reloaded after every store
- * to dst, which may alias them (8-byte elements). */
+/* ap_transpose one element at a time, AP_BAND columns per pass over the rows. */
 #define AP_TRANSPOSE_TILES(T)                                                          \
     do {                                                                               \
         const T *restrict s_ = (const T *)src;                                         \
@@ -35,7 +33,8 @@ enum { AP_BAND = 16 };
         for (int64_t c0 = 0; c0 < cols; c0 += AP_BAND) {                               \
             const int64_t c1 = c0 + AP_BAND < cols ? c0 + AP_BAND : cols;              \
             for (int64_t c = c0; c < c1; ++c)                                          \
-                for (int64_t r = 0; r < rows; ++r) d_[c * dst_ld + r] = s_[r * src_ld + c]; \
+                for (int64_t r = 0; r < rows; ++r)                                     \
+                    d_[c * dst_ld + r] = s_[r * src_ld + c];                           \
         }                                                                              \
     } while (0)
 
