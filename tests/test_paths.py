@@ -188,6 +188,12 @@ def _reference(case, x):
     return ref_average_pool(x, kw.pop("window_size"), layout=layout, **kw)
 
 
+def _input_of(case_id, dtype):
+    """The input a path test draws for case_id (the same for every test), in dtype."""
+    rng = np.random.default_rng(abs(hash(case_id)) % 2**32)
+    return rng.uniform(-1, 1, CASES[case_id][2]).astype(dtype)
+
+
 def _close(got, want, tol, what):
     got = np.asarray(got, np.float64)
     want = np.asarray(want, np.float64)
@@ -213,8 +219,7 @@ def test_path_is_named_and_matches_scalar(case_id):
     case = CASES[case_id]
     path, layout, shape = case[:3]
     desc = _desc(case)
-    rng = np.random.default_rng(abs(hash(case_id)) % 2**32)
-    x64 = rng.uniform(-1, 1, shape)
+    x64 = _input_of(case_id, np.float64)
     ref = _reference(case, x64)
     for dtype in DTYPES:
         x = x64.astype(dtype)
@@ -395,11 +400,6 @@ def _reference_of(case_id, dtype):
     case = CASES[case_id]
     x = _input_of(case_id, dtype)
     return _other_layout(_reference(case, x.astype(np.float64)), case[1])
-
-
-def _input_of(case_id, dtype):
-    rng = np.random.default_rng(abs(hash(case_id)) % 2**32)
-    return rng.uniform(-1, 1, CASES[case_id][2]).astype(dtype)
 
 
 @pytest.mark.parametrize("case_id", list(CASES))
