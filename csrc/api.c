@@ -158,17 +158,30 @@ ap_status ap_adaptive_avgpool(const ap_adaptive_desc *desc, const ap_tensor_desc
 /* Tiles: plan one plane of the whole array (the tables need no batch or
  * channels, and an empty batch still has a tile box to check), then the
  * tile's part of that plan (plan.c, ap_plan_tile), and run it as one call
- * on the tile's batch and channels. */
+ * on the tile's batch and channels (the whole's channels choose its path). */
 static ap_tensor_desc ap_one_plane(const ap_tensor_desc *t) {
     ap_tensor_desc one = *t;
     one.batch = one.channels = 1;
     return one;
 }
 
+/* The images and channels a tile holds (ap_tile: 0 for all of input's), or AP_ERR_TILE when it
+ * claims more than input has. */
+static ap_status ap_tile_counts(const ap_tensor_desc *input, const ap_tile *tile,
+                                int64_t *batch, int64_t *channels) {
+    *batch = tile->batch ? tile->batch : input->batch;
+    *channels = tile->channels ? tile->channels : input->channels;
+    if (*batch < 0 || *batch > input->batch || *channels < 0 || *channels > input->channels)
+        return AP_ERR_TILE;
+    return AP_OK;
+}
+
 static ap_status ap_tile_run(ap_plan *whole, ap_status planned, const ap_tensor_desc *input,
                              const ap_tile *tile, const void *x, void *y) {
     if (planned != AP_OK) return planned;
     if (!tile) return AP_ERR_NULL_POINTER;
+    int64_t tile_batch, tile_channels;
+    if (ap_tile_counts(input, tile, &tile_batch, &tile_channels) != AP_OK) return AP_ERR_TILE;
     ap_tile want = *tile;
     ap_status s = ap_plan_tile_input(whole, input->rank, &want);
     if (s != AP_OK) return s;
@@ -178,11 +191,13 @@ static ap_status ap_tile_run(ap_plan *whole, ap_status planned, const ap_tensor_
     ap_operator op;
     ap_tensor_desc part = *input;
     for (int a = 0; a < input->rank; ++a) part.sizes[a] = tile->in_size[a];
+    part.batch = tile_batch;
+    part.channels = tile_channels;
     s = ap_plan_tile(&op.plan, whole, input->rank, tile);
-    op.plan.batch = input->batch;
-    op.plan.channels = input->channels;
+    op.plan.batch = tile_batch;
+    op.plan.channels = tile_channels;
     s = ap_operator_init(&op, s, &part);
-    if (s == AP_OK) { /* the whole array's path, for the same sums */
+    if (s == AP_OK) { /* the whole array's path (its channels decide too), for the same sums */
         whole->batch = input->batch;
         whole->channels = input->channels;
         const int lanes = op.table->lanes[whole->dtype];
@@ -203,17 +218,22 @@ ap_status ap_avgpool_tile(const ap_pool_desc *desc, const ap_tensor_desc *whole,
     if (!desc || !whole) return AP_ERR_NULL_POINTER;
     ap_status s = ap_pool_check(desc, whole, NULL, NULL);
     if (s != AP_OK) return s;
-    /* flattened as the whole call is (the same path, the same sums): the W entries of the
-     * boxes times C, when the flattened plan reads that input box (a box of windows that hold
-     * only padding reads one position, which does not scale: such tiles, whose outputs sum
-     * nothing, keep the layout) */
+    /* flattened when the whole call is (the same path, the same sums): the tile's own images
+     * and channels as one channel of rows W * C long, the W entries of the boxes times C, when
+     * the flattened plan reads that input box (a box of windows that hold only padding reads
+     * one position, which does not scale: such tiles, whose outputs sum nothing, keep the
+     * layout). A flattened row's sums do not depend on C, so a tile of some of the channels
+     * flattens with its own. */
     ap_pool_desc fd;
-    ap_tensor_desc fw;
+    ap_tensor_desc fw, own = *whole;
     ap_tile ft, want;
-    if (tile && ap_flatten_channels(desc, whole, dtype, &fd, &fw)) {
+    if (tile && ap_tile_counts(whole, tile, &own.batch, &own.channels) == AP_OK &&
+        ap_flatten_channels(desc, whole, dtype, &fd, &fw) &&
+        ap_flatten_channels(desc, &own, dtype, &fd, &fw)) {
         const int w = whole->rank - 1;
-        const int64_t C = whole->channels;
+        const int64_t C = own.channels;
         ft = *tile;
+        ft.batch = ft.channels = 0; /* all of fw's */
         if (!ap_mul_overflow(tile->out_start[w], C, &ft.out_start[w]) &&
             !ap_mul_overflow(tile->out_size[w], C, &ft.out_size[w]) &&
             !ap_mul_overflow(tile->in_start[w], C, &ft.in_start[w]) &&

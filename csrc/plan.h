@@ -129,8 +129,8 @@ void ap_inverse_free(ap_inverse *inv);
 ap_path ap_choose_path(ap_plan *plan, int lanes, char *why, size_t why_len);
 
 /* The path of a tile's plan (ap_plan_tile): the path and switches that
- * ap_choose_path chose for `whole` (the whole array's plan, for the tile's
- * batch and channels), so that every output sums its taps in the order of
+ * ap_choose_path chose for `whole` (the whole array's plan, for its own
+ * channels), so that every output sums its taps in the order of
  * the whole call; buffer sizes follow the tile. Same-flat, which pools
  * whole 'same' planes, becomes rows-s1, whose sums are the same. */
 ap_path ap_choose_tile_path(ap_plan *plan, const ap_plan *whole, int lanes);

@@ -95,6 +95,8 @@ cdef extern from "avgpool.h" nogil:
         int64_t out_size[AP_MAX_SPATIAL]
         int64_t in_start[AP_MAX_SPATIAL]
         int64_t in_size[AP_MAX_SPATIAL]
+        int64_t batch
+        int64_t channels
     ap_status ap_pool_tile_input(const ap_pool_desc *desc, const ap_tensor_desc *whole,
                                  ap_tile *tile)
     ap_status ap_adaptive_tile_input(const ap_adaptive_desc *desc,

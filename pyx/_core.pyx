@@ -376,6 +376,7 @@ cdef int _tile_args(ap_tensor_desc *t, ap_tile *tile, tuple whole_shape, tuple o
         tile.out_start[i] = out_start[i]
         tile.out_size[i] = out_size[i]
         tile.in_start[i] = tile.in_size[i] = 0
+    tile.batch = tile.channels = 0
     return 0
 
 
@@ -416,15 +417,23 @@ cdef object _run_tile(const ap_pool_desc *pool, const ap_adaptive_desc *adaptive
     for i in range(rank):
         tile.in_start[i] = start[i]
         tile.in_size[i] = size[i]
+    if part.channels > t.channels:
+        raise ValueError(f"x: a tile holds at most whole_shape's {t.channels} channels, got "
+                         f"{part.channels}")
+    # the tile's own channels; whole_shape's choose the kernels, as for the whole call, so that
+    # every tile sums the same way. The batch decides nothing: any (avgpool.dask folds the
+    # axes it does not pool into it)
     t.batch = part.batch
-    t.channels = part.channels
+    tile.channels = part.channels
     if tuple([part.sizes[i] for i in range(rank)]) != size:
         raise ValueError(
             f"x: a tile for the output box at {out_start} of sizes {out_size} holds the input "
             f"box at {start} of sizes {size}, got spatial sizes "
             f"{tuple([part.sizes[i] for i in range(rank)])}")
     cdef int nt = _threads(num_threads)
-    cdef cnp.ndarray y = _output(a, _shape(&t, tile.out_size), out, x)
+    cdef cnp.ndarray y = _output(a, _shape(&part, tile.out_size), out, x)
+    if part.batch == 0 or part.channels == 0:  # (0 would mean all of whole's in the C tile)
+        return y
     cdef const void *xp = cnp.PyArray_DATA(a)
     cdef void *yp = cnp.PyArray_DATA(y)
     cdef ap_status s

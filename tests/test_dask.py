@@ -28,6 +28,7 @@ from strategies import (
     reference_pool,
     scaled,
     split_bounds,
+    to_layout,
 )
 
 da = pytest.importorskip("dask.array", reason="dask is a test extra")
@@ -84,6 +85,65 @@ def test_adaptive_to_one_over_channel_chunks_same_bits(channels, chunk):
     dx = da.from_array(x, chunks=(1, 9, 11, chunk))
     got = avgpool.dask.adaptive_average_pool(dx, (1, 1), layout="NHWC").compute(scheduler="sync")
     assert_same(got, avgpool.adaptive_average_pool(x, (1, 1), layout="NHWC"))
+
+
+# One case per kernel path whose channel loops could order a sum by the channel's place in
+# the call (vector blocks, masked heads and tails, planes grouped across channels), for
+# test_windowed_over_channel_chunks_same_bits: (spatial sizes, descriptor keywords or adaptive
+# output sizes); the path each takes at 40 and 300 channels is in the comment (12 channels:
+# fewer than an AVX-512 vector, see "short rows").
+CHANNEL_CHUNK_CASES = {
+    # NHWC nhwc-direct by columns / NCHW same-flat
+    "3x3s1p1": ((13, 17), dict(window_size=(3, 3), start_padding=(1, 1), end_padding=(1, 1))),
+    # nhwc-direct / plane-flat (planes grouped)
+    "3x3s2p1": ((13, 17), dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 1),
+                               end_padding=(1, 1))),
+    # nhwc-direct over a row of column sums / rows-s1
+    "4x4s1": ((13, 17), dict(window_size=(4, 4))),
+    # box (running sums) / same-flat
+    "box5x5": ((13, 17), dict(window_size=(5, 5), start_padding=(2, 2), end_padding=(2, 2),
+                              include_padding=True)),
+    # nhwc-separable / plane-flat
+    "7x7s3p3": ((13, 17), dict(window_size=(7, 7), strides=(3, 3), start_padding=(3, 3),
+                               end_padding=(3, 3))),
+    # rows of a few positions: channels last with fewer channels than a vector is planned as
+    # one channel of W * C (api.c ap_flatten_channels), short flattened rows too
+    "2x3s1-short-rows": ((4, 3), dict(window_size=(2, 3), start_padding=(0, 1),
+                                      end_padding=(0, 1))),
+    "1d-k4s4": ((40,), dict(window_size=(4,), strides=(4,))),
+    "3d-2x2x2s2": ((6, 8, 10), dict(window_size=(2, 2, 2), strides=(2, 2, 2))),
+    # NaN-aware sums (nan_omit.c)
+    "3x3s2-omit": ((13, 17), dict(window_size=(3, 3), strides=(2, 2), nan_policy="omit")),
+    "adaptive-13x17-4x5": ((13, 17), (4, 5)),  # nhwc-separable
+    "adaptive-12x16-6x8": ((12, 16), (6, 8)),  # divisible: nhwc-direct
+}
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("channels,chunk", [(12, 5), (40, 8), (300, 37)])
+@pytest.mark.parametrize("name", list(CHANNEL_CHUNK_CASES))
+def test_windowed_over_channel_chunks_same_bits(name, channels, chunk, layout):
+    """Windowed and adaptive pools chunked over channels (and batch) give the in-memory call's
+    bits on every kernel path, and the float64 reference's values: a channel sums the same way
+    whatever its place among the channels of a call."""
+    spatial, how = CHANNEL_CHUNK_CASES[name]
+    x = to_layout(make_data(channels + len(spatial), (3, channels) + spatial, FLOAT32), layout)
+    if name.endswith("omit"):
+        x.reshape(-1)[::7] = np.nan
+    axis = 1 if layout == "NCHW" else x.ndim - 1
+    chunks = tuple(chunk if a == axis else (2 if a == 0 else n) for a, n in enumerate(x.shape))
+    dx = da.from_array(x, chunks=chunks)
+    if isinstance(how, dict):
+        desc = avgpool.AveragePoolingDesc(**how)
+        got = avgpool.dask.average_pool(dx, desc, layout=layout).compute(scheduler="sync")
+        whole = avgpool.average_pool(x, desc, layout=layout)
+        ref, ref_abs = reference_pool(x, how, layout)
+    else:
+        got = avgpool.dask.adaptive_average_pool(dx, how, layout=layout).compute(
+            scheduler="sync")
+        whole = avgpool.adaptive_average_pool(x, how, layout=layout)
+        ref, ref_abs = reference_adaptive(x, how, layout)
+    _check(got, whole, ref, ref_abs, x.dtype)
 
 
 @scaled(0.3)

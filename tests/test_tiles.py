@@ -232,6 +232,9 @@ def test_tile_errors():
                                          r"got spatial sizes \(5, 6\)"):
         avgpool.pool_tile(np.zeros((1, 2, 5, 6), np.float32), desc, shape,
                           [slice(0, 2), slice(0, 2)])
+    with pytest.raises(ValueError, match=r"at most whole_shape's 2 channels, got 3"):
+        avgpool.pool_tile(np.zeros((1, 3, 5, 5), np.float32), desc, shape,
+                          [slice(0, 2), slice(0, 2)])
     with pytest.raises(TypeError, match="dtype int32 is not supported"):
         avgpool.pool_tile(x.astype(np.int32), desc, shape, [slice(0, 2), slice(0, 2)])
     with pytest.raises(TypeError, match="desc must be"):

@@ -306,7 +306,8 @@ AP_API ap_status ap_adaptive_avgpool_backward(const ap_adaptive_desc *desc,
  * outputs are those of ap_avgpool on the whole array. Chunked and
  * distributed callers (avgpool.dask) pool each output chunk from its tile.
  * Boxes are in the whole array's spatial coordinates, outermost axis
- * first; batch and channels are the tile's own (they need no halo).
+ * first. A tile may hold any of the whole array's images and channels (they
+ * need no halo): `batch` and `channels` are how many (0: all of them).
  *
  *   ap_tile t = {.out_start = {0, 64}, .out_size = {32, 32}};
  *   ap_pool_tile_input(&desc, &whole, &t);         fills in_start, in_size
@@ -318,6 +319,8 @@ typedef struct ap_tile {
     int64_t out_size[AP_MAX_SPATIAL];  /*   and size, each >= 1            */
     int64_t in_start[AP_MAX_SPATIAL];  /* the input box it reads: first    */
     int64_t in_size[AP_MAX_SPATIAL];   /*   position and size (>= 1)       */
+    int64_t batch;                     /* the tile's images and channels, */
+    int64_t channels;                  /*   at most whole's; 0: whole's    */
 } ap_tile;
 
 /* Fill tile->in_start and in_size with the smallest input box that holds
@@ -331,14 +334,17 @@ AP_API ap_status ap_pool_tile_input(const ap_pool_desc *desc, const ap_tensor_de
                                     ap_tile *tile);
 AP_API ap_status ap_adaptive_tile_input(const ap_adaptive_desc *desc,
                                         const ap_tensor_desc *whole, ap_tile *tile);
-/* Pool one tile: x holds the input box (batch x channels x in_size, in
- * whole's layout, dense), y receives the output box (batch x channels x
- * out_size), equal to those outputs of ap_avgpool on the whole input.
- *   whole   spatial sizes and layout of the whole input; batch and channels
- *           of this tile
+/* Pool one tile: x holds the input box (tile->batch x tile->channels x
+ * in_size, in whole's layout, dense), y receives the output box (the same
+ * batch and channels x out_size), equal to those outputs of ap_avgpool on
+ * the whole input.
+ *   whole   the whole input: its sizes, channels and layout decide the
+ *           kernel path, as for ap_avgpool on it, so that every tile sums
+ *           as the whole call does (a tile of a few of many channels is
+ *           not planned as a call with few channels)
  * Errors: those of ap_avgpool; AP_ERR_TILE when the output box leaves the
- * whole output or in_start / in_size differ from what ap_pool_tile_input
- * gives. */
+ * whole output, in_start / in_size differ from what ap_pool_tile_input
+ * gives, or the tile holds more images or channels than whole. */
 AP_API ap_status ap_avgpool_tile(const ap_pool_desc *desc, const ap_tensor_desc *whole,
                                  ap_dtype dtype, const ap_tile *tile, const void *x, void *y,
                                  int num_threads);

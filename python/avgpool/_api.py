@@ -351,9 +351,10 @@ def pool_tile(x: Any, desc: Union[AveragePoolingDesc, AdaptiveAveragePoolingDesc
     """Pool one tile of a larger array: the outputs ``out_region`` of the whole array's result.
 
     ``x`` is the whole input's tile ``tile_input_region(desc, whole_shape, out_region)``
-    (any batch and channels: they need no halo); padding, divisors, ceil-rule and adaptive
-    windows are decided by position in the whole array of shape ``whole_shape``, so pooling
-    every tile of a partition of the output gives the whole call's result::
+    (any images, and any of the whole's channels: they need no halo); padding, divisors, ceil-rule
+    and adaptive windows are decided by position in the whole array of shape ``whole_shape``,
+    and its channel count chooses the kernels as for the whole call, so pooling every tile of
+    a partition of the output (channels and batch included) gives the whole call's result::
 
         y_whole[..., out_region] == pool_tile(x_whole[..., tile_input_region(...)], ...)
 

@@ -1067,6 +1067,51 @@ static void test_tiles(void) {
     ap_pool_desc big = d;
     big.window[0] = 30;
     EXPECT(ap_pool_tile_input(&big, &whole, &t), AP_ERR_WINDOW_TOO_LARGE);
+    /* a tile may claim at most whole's images and channels */
+    bad = t;
+    bad.channels = 2;
+    EXPECT(ap_avgpool_tile(&d, &whole, AP_DTYPE_F32, &bad, x + 7, y, 1), AP_ERR_TILE);
+    bad = t;
+    bad.batch = -1;
+    EXPECT(ap_avgpool_tile(&d, &whole, AP_DTYPE_F32, &bad, x + 7, y, 1), AP_ERR_TILE);
+    at.batch = 2;
+    EXPECT(ap_adaptive_avgpool_tile(&a, &whole, AP_DTYPE_F32, &at, x + 6, y, 1), AP_ERR_TILE);
+}
+
+/* A tile of some of the channels, every output position: the whole call's bits for those
+ * channels. The whole array's channels choose the kernels: 40 channels take channel vectors,
+ * 8 alone (fewer than an AVX-512 vector) would be planned as one channel of W * 8 and sum in
+ * another order; 12 (fewer than a vector there, not on AVX2) and 5 of them. 4 x 4 s1 channels
+ * last on 2 x 5 x 20 (its channel vectors sum a row of column sums in two chains, the
+ * flattened rows by rows then columns). */
+static void test_channel_tiles(void) {
+    static const int64_t cases[2][3] = {{40, 8, 16}, {12, 5, 7}}; /* C, tile's C, first */
+    for (int k = 0; k < 2; ++k) {
+        const int64_t C = cases[k][0], TC = cases[k][1], c0 = cases[k][2];
+        const ap_tensor_desc whole = tensor(2, C, 2, 5, 20, 0, AP_LAYOUT_NHWC);
+        const ap_pool_desc d = pool(2, 4, 1, 0, 0);
+        const int64_t n = 2 * 5 * 20, m = 2 * 2 * 17; /* input, output positions */
+        float *x = malloc((size_t)(n * C) * sizeof *x), *y = malloc((size_t)(n * C) * sizeof *y);
+        float *xt = malloc((size_t)(n * TC) * sizeof *x);
+        float *yt = malloc((size_t)(n * TC) * sizeof *y);
+        if (!x || !y || !xt || !yt) abort();
+        for (int64_t i = 0; i < n * C; ++i) x[i] = (float)((i * 2654435761u) % 100003u) / 7.0f;
+        for (int64_t i = 0; i < n; ++i)
+            memcpy(xt + i * TC, x + i * C + c0, (size_t)TC * sizeof *x);
+        CHECK_STATUS(ap_avgpool_f32(&d, &whole, x, y, 1), AP_OK);
+        ap_tile t;
+        memset(&t, 0, sizeof t);
+        t.out_size[0] = 2, t.out_size[1] = 17, t.channels = TC;
+        CHECK_STATUS(ap_pool_tile_input(&d, &whole, &t), AP_OK);
+        CHECK_STATUS(ap_avgpool_tile(&d, &whole, AP_DTYPE_F32, &t, xt, yt, 2), AP_OK);
+        int64_t differ = 0;
+        for (int64_t i = 0; i < m; ++i)
+            differ += memcmp(yt + i * TC, y + i * C + c0, (size_t)TC * sizeof *y) != 0;
+        CHECK(differ == 0, "[%s] %lld of %lld positions of channels %lld..%lld of %lld differ "
+              "from the whole call", cur_isa, (long long)differ, (long long)m, (long long)c0,
+              (long long)(c0 + TC - 1), (long long)C);
+        free(x), free(y), free(xt), free(yt);
+    }
 }
 
 /* Regression tests for bugs of the core found by this suite (ctest
@@ -1204,6 +1249,7 @@ int main(int argc, char **argv) {
         test_explain();
         test_backward_by_hand();
         test_tiles();
+        test_channel_tiles();
         test_nan_omit();
         printf("isa %-7s hand-computed results: %ld checks\n", cur_isa, tu_checks - c0);
     }
