@@ -124,16 +124,18 @@ CHANNEL_CHUNK_CASES = {
 @pytest.mark.parametrize("channels,chunk", [(12, 5), (40, 8), (300, 37)])
 @pytest.mark.parametrize("name", list(CHANNEL_CHUNK_CASES))
 def test_windowed_over_channel_chunks_same_bits(name, channels, chunk, layout, dtype):
-    """Windowed and adaptive pools chunked over channels (and batch) give the in-memory call's
-    bits on every kernel path, and the float64 reference's values: a channel sums the same way
-    whatever its place among the channels of a call (a vector holds 8 or 16 float32 lanes, 4 or
+    """Windowed and adaptive pools chunked over channels (batch and space too) give the
+    in-memory call's bits on every kernel path, and the float64 reference's values: a channel
+    sums the same way whatever its place among the channels of a call (a vector holds 8 or 16 float32 lanes, 4 or
     8 float64 ones; 16-bit data would not tell: make_data's sums of them are exact)."""
     spatial, how = CHANNEL_CHUNK_CASES[name]
     x = to_layout(make_data(channels + len(spatial), (3, channels) + spatial, dtype), layout)
     if name.endswith("omit"):
         x.reshape(-1)[::7] = np.nan
+    # chunked over channels, batch and (in two) every spatial axis
     axis = 1 if layout == "NCHW" else x.ndim - 1
-    chunks = tuple(chunk if a == axis else (2 if a == 0 else n) for a, n in enumerate(x.shape))
+    chunks = tuple(chunk if a == axis else (2 if a == 0 else (n + 1) // 2)
+                   for a, n in enumerate(x.shape))
     dx = da.from_array(x, chunks=chunks)
     if isinstance(how, dict):
         desc = avgpool.AveragePoolingDesc(**how)
