@@ -126,8 +126,9 @@ CHANNEL_CHUNK_CASES = {
 def test_windowed_over_channel_chunks_same_bits(name, channels, chunk, layout, dtype):
     """Windowed and adaptive pools chunked over channels (batch and space too) give the
     in-memory call's bits on every kernel path, and the float64 reference's values: a channel
-    sums the same way whatever its place among the channels of a call (a vector holds 8 or 16 float32 lanes, 4 or
-    8 float64 ones; 16-bit data would not tell: make_data's sums of them are exact)."""
+    sums the same way whatever its place among the channels of a call (a vector holds 8 or 16
+    float32 lanes, 4 or 8 float64 ones; 16-bit data would not tell: make_data's sums of them
+    are exact)."""
     spatial, how = CHANNEL_CHUNK_CASES[name]
     x = to_layout(make_data(channels + len(spatial), (3, channels) + spatial, dtype), layout)
     if name.endswith("omit"):
