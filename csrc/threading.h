@@ -12,8 +12,13 @@
 
 #include "plan.h"
 
-/* Elements of input per thread below which more threads do not pay. */
+/* Elements of input per thread below which more threads do not pay. The
+ * sanitizer build of the C tests (scripts/test_c.sh) sets this and
+ * AP_MIN_CHUNK_ELEMS to 8, so that their small calls split between threads
+ * too, and checks their bits against one thread. */
+#ifndef AP_MIN_ELEMS_PER_THREAD
 #define AP_MIN_ELEMS_PER_THREAD 16384
+#endif
 
 /* Threads for work_elems elements of input: one per AP_MIN_ELEMS_PER_THREAD,
  * at least 1, at most `most`. */
@@ -32,7 +37,9 @@ static inline int ap_threads_for(const ap_plan *plan, int64_t work_elems) {
  * cores (a few hundred ns at 2 threads): 3x3 s1 on 1x35x35x192 channels last,
  * 2 threads, Intel, took 27.7 us in 8 chunks per thread, 25.6 in one (each
  * thread alone on its half: 25). */
+#ifndef AP_MIN_CHUNK_ELEMS
 #define AP_MIN_CHUNK_ELEMS 65536
+#endif
 
 /* Work sharing by chunks taken from a shared counter: a thread that the OS
  * deschedules (a shared or busy machine) does not hold up the others, who

@@ -554,6 +554,17 @@ static void check_case(const tcase *c, long ci, stats *st, int want_path) {
                         path >= 0 ? PATH_NAMES[path] : "?", describe(c, desc, sizeof desc));
         }
         ++tu_checks;
+        if (s == AP_OK && c->ny > 0 && c->threads != 1) { /* the same bits on one thread */
+            tcase one = *c;
+            one.threads = 1;
+            void *y1 = malloc((size_t)c->ny * es + 1);
+            if (!y1) abort();
+            CHECK(run_case(&one, x, y1) == AP_OK &&
+                      memcmp(y1, y, (size_t)c->ny * es) == 0,
+                  "[%s] case %ld: %d threads differ from 1: %s", tu_isas[ii], ci, c->threads,
+                  describe(c, desc, sizeof desc));
+            free(y1);
+        }
         gbuf_free(&gy);
     }
     gbuf_free(&gx);
