@@ -189,7 +189,7 @@ def test_backward_channels_last_rows_in_step(case_id, dtype):
 
 # Float32 gradients past 16 MiB, 64-byte aligned and already in memory, are written with
 # cache-bypassing stores in their last pass (H, or D for 3-D; channels-last windows that do not
-# overlap): the same sums, so each image's gradient must equal, bit for bit, the one computed
+# overlap; past 64 MiB, the owner map of small channels-first planes): the same sums, so each image's gradient must equal, bit for bit, the one computed
 # alone (below the threshold). The output buffer starts on a vector boundary (streamed) or off
 # it (plain stores), and is written once before (streamed) or fresh from the allocator (plain
 # stores where its pages are not in memory yet).
@@ -202,6 +202,8 @@ STREAM_CASES = {
                                                   start_padding=(1, 1, 1))),
     # stride 3 > window 2: rows and columns that no window reads get zeros
     "2d-nhwc-spread": ((2, 500, 500, 16), "NHWC", dict(window_size=(2, 2), strides=(3, 3))),
+    # small channels-first planes take a per-call owner map, streamed past 64 MiB
+    "2d-nchw-map": ((5, 300, 112, 112), "NCHW", dict(window_size=(2, 2), strides=(2, 2))),
 }
 
 
