@@ -159,6 +159,54 @@ def test_backward_channels_first_routes(case_id, dtype):
     _check_pool(make_data(3, shape, dtype), kwargs, "NCHW", 11)
 
 
+# Channels first, windows that do not overlap, planes past 64 Ki elements: float32 rows as lane
+# permutes of their s0 row (a masked tail where W is not whole vectors; inputs that no window
+# reads at a row's end, as with an odd W, get 0); windows with gaps between them take the
+# element loop. Planes this large are past the reference's dense transpose, so the expected
+# gradient comes from the definition for windows that do not overlap (stride >= window, no
+# dilation, padding not counted): input i of window o gets gy[o] / (o's taps inside the input).
+ROW_PERMUTE_CASES = {
+    "2x2s2": ((1, 2, 258, 262), (2, 2), (2, 2), (0, 0), None),
+    "2x2s2-odd": ((1, 1, 257, 301), (2, 2), (2, 2), (0, 0), None),
+    "3x3s3-pad-ceil": ((1, 1, 300, 301), (3, 3), (3, 3), (1, 1), (101, 101)),
+    "1d-k4s4": ((2, 3, 70001), (4,), (4,), (0,), None),
+    "k2s3-gaps": ((1, 1, 260, 300), (2, 2), (3, 3), (0, 0), None),
+}
+
+
+def _no_overlap_backward(gy, shape, window, strides, pads):
+    """float64 gradient of a pool whose windows do not overlap, from the definition."""
+    owner, counts = [], []
+    for n, o_n, k, s, p in zip(shape[2:], gy.shape[2:], window, strides, pads):
+        own = np.full(n, -1)
+        cnt = np.zeros(o_n)
+        for o in range(o_n):
+            taps = [i for i in range(o * s - p, o * s - p + k) if 0 <= i < n]
+            own[taps] = o
+            cnt[o] = len(taps)
+        owner.append(own)
+        counts.append(cnt)
+    div = counts[0]
+    for cnt in counts[1:]:
+        div = np.multiply.outer(div, cnt)
+    g = gy.astype(np.float64) / div
+    covered = np.ix_(*[own >= 0 for own in owner])
+    gx = np.zeros(shape)
+    gx[(...,) + covered] = g[(...,) + np.ix_(*[own[own >= 0] for own in owner])]
+    return gx
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("case_id", list(ROW_PERMUTE_CASES))
+def test_backward_channels_first_large_planes(case_id, dtype):
+    shape, window, strides, pads, outs = ROW_PERMUTE_CASES[case_id]
+    desc = avgpool.AveragePoolingDesc(window, strides, pads, output_sizes=outs)
+    gy = _grad_out(13, desc.output_shape(shape, "NCHW"), dtype)
+    gx = avgpool.average_pool_backward(gy, desc, shape)
+    ref = _no_overlap_backward(gy, shape, window, strides, pads)
+    _assert_grad(gx, ref, np.abs(ref), dtype)
+
+
 # Channels last, 2-D, images whose gy / divisor and W-pass sums pass 1 MiB: each row of both is
 # made just before the first H-pass row that reads it (rows in step), the W pass's rows kept in
 # a ring until no later row reads them; a stride-2 window with padding (a ring of 2 rows), a
@@ -204,6 +252,8 @@ STREAM_CASES = {
     "2d-nhwc-spread": ((2, 500, 500, 16), "NHWC", dict(window_size=(2, 2), strides=(3, 3))),
     # small channels-first planes take a per-call owner map, streamed past 64 MiB
     "2d-nchw-map": ((5, 300, 112, 112), "NCHW", dict(window_size=(2, 2), strides=(2, 2))),
+    # large ones lane permutes per row (rows of whole 64-byte lines streamed)
+    "2d-nchw-rows": ((3, 1, 1500, 1504), "NCHW", dict(window_size=(2, 2), strides=(2, 2))),
 }
 
 
