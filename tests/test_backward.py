@@ -207,6 +207,39 @@ def test_backward_channels_first_large_planes(case_id, dtype):
     _assert_grad(gx, ref, np.abs(ref), dtype)
 
 
+# Stride 1, channels first, planes of more than 16 Ki outputs: `gy / divisor` is shared by
+# the threads in segments of 16 Ki outputs (a plane and a half here), then summed by the
+# forward kernels. The expected gradient is the definition as a scatter: every valid tap of
+# window o gets gy[o] / (o's valid taps).
+def _stride1_backward(gy, shape, k, p):
+    H, W = shape[2:]
+    OH, OW = gy.shape[2:]
+    taps = [np.array([sum(0 <= o - p + t < n for t in range(k)) for o in range(m)])
+            for n, m in ((H, OH), (W, OW))]
+    s0 = gy.astype(np.float64) / np.multiply.outer(taps[0], taps[1])
+    gx = np.zeros(shape)
+    for dh in range(k):
+        for dw in range(k):
+            for oh in range(OH):
+                ih = oh - p + dh
+                if not 0 <= ih < H:
+                    continue
+                iw = np.arange(OW) - p + dw
+                ok = (iw >= 0) & (iw < W)
+                gx[:, :, ih, iw[ok]] += s0[:, :, oh, ok]
+    return gx
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_backward_stride1_large_planes(threads):
+    shape, k, p = (2, 3, 150, 170), 3, 1
+    desc = avgpool.AveragePoolingDesc((k, k), start_padding=(p, p), end_padding=(p, p))
+    gy = _grad_out(17, desc.output_shape(shape, "NCHW"), np.float32)
+    gx = avgpool.average_pool_backward(gy, desc, shape, num_threads=threads)
+    ref = _stride1_backward(gy, shape, k, p)
+    _assert_grad(gx, ref, _stride1_backward(np.abs(gy), shape, k, p), np.float32)
+
+
 # Channels last, 2-D, images whose gy / divisor and W-pass sums pass 1 MiB: each row of both is
 # made just before the first H-pass row that reads it (rows in step), the W pass's rows kept in
 # a ring until no later row reads them; a stride-2 window with padding (a ring of 2 rows), a
