@@ -207,10 +207,21 @@ def test_backward_channels_first_large_planes(case_id, dtype):
     _assert_grad(gx, ref, np.abs(ref), dtype)
 
 
-# Stride 1, channels first, planes of more than 16 Ki outputs: `gy / divisor` is shared by
-# the threads in segments of 16 Ki outputs (a plane and a half here), then summed by the
-# forward kernels. The expected gradient is the definition as a scatter: every valid tap of
-# window o gets gy[o] / (o's valid taps).
+# Stride 1: `gy / divisor` summed by the forward kernels. Channels first, planes of more than
+# 16 Ki outputs share the division between threads in segments of 16 Ki; images whose `gy`
+# passes 8 MiB go in bands of rows, each a tile of the forward (both layouts), unless the
+# forward takes the box path (the last case: the whole image). The expected gradient is the
+# definition as a scatter (channels first): every valid tap of window o gets gy[o] / (o's
+# valid taps); every thread count gives the same bits.
+STRIDE1_CASES = {
+    "nchw-segments": ((2, 3, 150, 170), "NCHW", 3, 1),
+    "nchw-bands": ((1, 1, 1450, 1451), "NCHW", 3, 1),
+    "nchw-bands-5x5p1": ((1, 1, 1450, 1451), "NCHW", 5, 1),
+    "nhwc-bands": ((1, 260, 261, 32), "NHWC", 3, 1),
+    "nhwc-box-5x5p1": ((1, 260, 261, 32), "NHWC", 5, 1),
+}
+
+
 def _stride1_backward(gy, shape, k, p):
     H, W = shape[2:]
     OH, OW = gy.shape[2:]
@@ -230,14 +241,20 @@ def _stride1_backward(gy, shape, k, p):
     return gx
 
 
-@pytest.mark.parametrize("threads", [1, 2, 3])
-def test_backward_stride1_large_planes(threads):
-    shape, k, p = (2, 3, 150, 170), 3, 1
+@pytest.mark.parametrize("case_id", list(STRIDE1_CASES))
+def test_backward_stride1_large_images(case_id):
+    shape, layout, k, p = STRIDE1_CASES[case_id]
     desc = avgpool.AveragePoolingDesc((k, k), start_padding=(p, p), end_padding=(p, p))
-    gy = _grad_out(17, desc.output_shape(shape, "NCHW"), np.float32)
-    gx = avgpool.average_pool_backward(gy, desc, shape, num_threads=threads)
-    ref = _stride1_backward(gy, shape, k, p)
-    _assert_grad(gx, ref, _stride1_backward(np.abs(gy), shape, k, p), np.float32)
+    gy = _grad_out(17, desc.output_shape(shape, layout), np.float32)
+    gxs = [avgpool.average_pool_backward(gy, desc, shape, layout=layout, num_threads=n)
+           for n in (1, 2, 3)]
+    for gx in gxs[1:]:
+        np.testing.assert_array_equal(gx, gxs[0])
+    first = (lambda a: a) if layout == "NCHW" else (lambda a: np.moveaxis(a, -1, 1))
+    shape_cf = first(np.empty(shape, np.int8)).shape
+    ref = _stride1_backward(first(gy), shape_cf, k, p)
+    ref_abs = _stride1_backward(np.abs(first(gy)), shape_cf, k, p)
+    _assert_grad(first(gxs[0]), ref, ref_abs, np.float32)
 
 
 # Channels last, 2-D, images whose gy / divisor and W-pass sums pass 1 MiB: each row of both is
