@@ -287,8 +287,9 @@ def test_backward_channels_last_rows_in_step(case_id, dtype):
 
 # Float32 gradients past 16 MiB, 64-byte aligned and already in memory, are written with
 # cache-bypassing stores in their last pass (H, or D for 3-D; channels-last windows that do not
-# overlap; past 64 MiB, the owner map of small channels-first planes): the same sums, so each image's gradient must equal, bit for bit, the one computed
-# alone (below the threshold). The output buffer starts on a vector boundary (streamed) or off
+# overlap; rows of channels-first windows that do not overlap on large planes; past 64 MiB,
+# the owner map of small channels-first planes): the same sums, so each image's gradient must
+# equal, bit for bit, the one computed alone (below the threshold). The output buffer starts on a vector boundary (streamed) or off
 # it (plain stores), and is written once before (streamed) or fresh from the allocator (plain
 # stores where its pages are not in memory yet).
 STREAM_CASES = {
