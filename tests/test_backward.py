@@ -289,9 +289,9 @@ def test_backward_channels_last_rows_in_step(case_id, dtype):
 # cache-bypassing stores in their last pass (H, or D for 3-D; channels-last windows that do not
 # overlap; rows of channels-first windows that do not overlap on large planes; past 64 MiB,
 # the owner map of small channels-first planes): the same sums, so each image's gradient must
-# equal, bit for bit, the one computed alone (below the threshold). The output buffer starts on a vector boundary (streamed) or off
-# it (plain stores), and is written once before (streamed) or fresh from the allocator (plain
-# stores where its pages are not in memory yet).
+# equal, bit for bit, the one computed alone (below the threshold). The output buffer starts
+# on a vector boundary (streamed) or off it (plain stores), and is written once before
+# (streamed) or fresh from the allocator (plain stores where its pages are not in memory yet).
 STREAM_CASES = {
     "2d-nchw": ((2, 1, 1500, 1500), "NCHW", dict(window_size=(3, 3), strides=(2, 2),
                                                  start_padding=(1, 1), end_padding=(1, 1))),
