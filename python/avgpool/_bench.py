@@ -55,8 +55,9 @@ __all__ = ["CASES", "Case", "run", "main", "noisy_impls", "load_per_core", "form
 # A run is flagged as noisy above these (see the module docstring).
 MAX_LOAD_PER_CORE = 0.5
 MAX_SPREAD = 1.5
-# Seconds of pause before each implementation's timing (see _time).
+# Seconds of pause before each implementation's timing, then of warm-up calls (see _time).
 SETTLE_S = 0.05
+WARM_S = 0.02
 
 
 @dataclass(frozen=True)
@@ -506,15 +507,25 @@ _LEGEND = """columns:
 
 # ---------------------------------------------------------------- timing
 
+def _warm_up(fn: Callable) -> None:
+    """Calls of fn for WARM_S (at least one): after the pause, every thread it uses is awake
+    again, its core given back by the OS (a VM's idle virtual CPU can take milliseconds to get
+    a core again, and a few dozen calls of 25 us timed in that time ran on one thread: 2x)."""
+    start = time.perf_counter()
+    fn()
+    while time.perf_counter() - start < WARM_S:
+        fn()
+
+
 def _time(fn: Callable, budget_s: float, min_reps: int, max_reps: int) -> Tuple[float, float]:
-    """(median, min) seconds of fn over repeats, after a pause and one warm-up call.
+    """(median, min) seconds of fn over repeats, after a pause and a warm-up (_warm_up).
 
     The pause lets threads that the implementation timed before left spinning (onnxruntime's and
     torch's OpenMP threads spin for milliseconds after a call) fall asleep, so they do not
     compete with this one; timing implementations in interleaved rounds instead would charge
     each one the spinning of the others (and favour the ones that spin longest)."""
     time.sleep(SETTLE_S)
-    fn()
+    _warm_up(fn)
     times: List[float] = []
     start = time.perf_counter()
     while len(times) < max_reps and (len(times) < min_reps or time.perf_counter() - start < budget_s):
@@ -525,10 +536,10 @@ def _time(fn: Callable, budget_s: float, min_reps: int, max_reps: int) -> Tuple[
 
 
 def _mean_time(fn: Callable, budget_s: float) -> float:
-    """Seconds per call of back-to-back calls for about budget_s (after a pause and one warm-up
-    call, as in _time)."""
+    """Seconds per call of back-to-back calls for about budget_s (after a pause and a warm-up,
+    as in _time)."""
     time.sleep(SETTLE_S)
-    fn()
+    _warm_up(fn)
     calls, start = 0, time.perf_counter()
     while calls < 3 or time.perf_counter() - start < budget_s:
         fn()
