@@ -177,9 +177,10 @@ static int same_bits(const void *a, const void *b, size_t count, ap_dtype t) {
     return 1;
 }
 
-/* One tile of the call (an output box from the data): it runs on the tile's
- * input box, copied out of x, and gives the whole call's outputs there,
- * bit for bit on the scalar kernels (exact: the first instruction set). */
+/* One tile of the call (an output box and a run of channels from the data):
+ * it runs on the tile's input box, copied out of x, and gives the whole
+ * call's outputs there, bit for bit on the scalar kernels (exact: the first
+ * instruction set). */
 static void check_tile(int adaptive, const ap_pool_desc *d, const ap_adaptive_desc *ad,
                        const ap_tensor_desc *t, ap_dtype dtype, const int64_t *out,
                        const uint8_t *x, const uint8_t *whole_y, const reader *data, int threads,
@@ -208,38 +209,56 @@ static void check_tile(int adaptive, const ap_pool_desc *d, const ap_adaptive_de
     int64_t full_out[3] = {1, 1, 1};
     for (int a = 0; a < t->rank; ++a) full_out[lead + a] = out[a];
     const int nhwc = t->layout == AP_LAYOUT_NHWC;
-    const int64_t planes = nhwc ? t->batch : t->batch * t->channels, C = nhwc ? t->channels : 1;
+    /* channels c0 .. c0 + cn of the whole's t->channels (all of them half the time) */
+    if (t->channels < 1) return; /* no output to compare */
+    const int64_t cn = (take8(&r) & 1) ? 1 + take_size(&r) % t->channels : t->channels;
+    const int64_t c0 = take_size(&r) % (t->channels - cn + 1);
+    tile.channels = cn;
+    /* planes (channels first: the tile's (image, channel) pairs) or images, each with C
+     * channels per position, and where tile plane p starts among the whole's */
+    const int64_t planes = nhwc ? t->batch : t->batch * cn, C = nhwc ? cn : 1;
+    const int64_t CW = nhwc ? t->channels : 1, cw0 = nhwc ? c0 : 0;
+#define AP_WHOLE_PLANE(p) (nhwc ? (p) : (p) / cn * t->channels + c0 + (p) % cn)
     const int64_t tin = in_sz[0] * in_sz[1] * in_sz[2], tout = out_sz[0] * out_sz[1] * out_sz[2];
     const size_t es = elem_size(dtype);
     uint8_t *xt = (uint8_t *)malloc((size_t)(planes * tin * C) * es + 1);
     uint8_t *yt = (uint8_t *)malloc((size_t)(planes * tout * C) * es + 1);
     if (!xt || !yt) abort();
-    /* copy the input box out of x, plane (or image) by plane, row by row */
+    /* copy the input box out of x, plane (or image) by plane, row by row (position by
+     * position when the tile holds some of the channels last) */
+    const int64_t run = C == CW ? in_sz[2] : 1; /* positions per copy */
     for (int64_t p = 0; p < planes; ++p)
         for (int64_t i0 = 0; i0 < in_sz[0]; ++i0)
-            for (int64_t i1 = 0; i1 < in_sz[1]; ++i1) {
-                const int64_t src = ((p * full_in[0] + in0[0] + i0) * full_in[1] + in0[1] + i1) *
-                                        full_in[2] + in0[2];
-                const int64_t dst = ((p * in_sz[0] + i0) * in_sz[1] + i1) * in_sz[2];
-                memcpy(xt + (size_t)(dst * C) * es, x + (size_t)(src * C) * es,
-                       (size_t)(in_sz[2] * C) * es);
-            }
+            for (int64_t i1 = 0; i1 < in_sz[1]; ++i1)
+                for (int64_t i2 = 0; i2 < in_sz[2]; i2 += run) {
+                    const int64_t src =
+                        ((AP_WHOLE_PLANE(p) * full_in[0] + in0[0] + i0) * full_in[1] + in0[1] +
+                         i1) * full_in[2] + in0[2] + i2;
+                    const int64_t dst = ((p * in_sz[0] + i0) * in_sz[1] + i1) * in_sz[2] + i2;
+                    memcpy(xt + (size_t)(dst * C) * es, x + (size_t)(src * CW + cw0) * es,
+                           (size_t)(run * C) * es);
+                }
     const ap_status st = adaptive ? ap_adaptive_avgpool_tile(ad, t, dtype, &tile, xt, yt, threads)
                                   : ap_avgpool_tile(d, t, dtype, &tile, xt, yt, threads);
     if (st != AP_OK) abort();
     for (int64_t p = 0; p < planes; ++p)
         for (int64_t o0 = 0; o0 < out_sz[0]; ++o0)
-            for (int64_t o1 = 0; o1 < out_sz[1]; ++o1) {
-                const int64_t src = ((p * full_out[0] + out0[0] + o0) * full_out[1] + out0[1] + o1) *
-                                        full_out[2] + out0[2];
-                const int64_t dst = ((p * out_sz[0] + o0) * out_sz[1] + o1) * out_sz[2];
-                const size_t n = (size_t)(out_sz[2] * C);
-                const uint8_t *a = whole_y + (size_t)(src * C) * es, *b = yt + (size_t)(dst * C) * es;
-                if (exact ? !same_bits(a, b, n, dtype) : !same_values(a, b, n, dtype)) {
-                    fprintf(stderr, "tile differs from the whole call (%s)\n", exact ? "bits" : "values");
-                    abort();
+            for (int64_t o1 = 0; o1 < out_sz[1]; ++o1)
+                for (int64_t o2 = 0; o2 < out_sz[2]; o2 += C == CW ? out_sz[2] : 1) {
+                    const int64_t src =
+                        ((AP_WHOLE_PLANE(p) * full_out[0] + out0[0] + o0) * full_out[1] +
+                         out0[1] + o1) * full_out[2] + out0[2] + o2;
+                    const int64_t dst = ((p * out_sz[0] + o0) * out_sz[1] + o1) * out_sz[2] + o2;
+                    const size_t n = (size_t)((C == CW ? out_sz[2] : 1) * C);
+                    const uint8_t *a = whole_y + (size_t)(src * CW + cw0) * es,
+                                  *b = yt + (size_t)(dst * C) * es;
+                    if (exact ? !same_bits(a, b, n, dtype) : !same_values(a, b, n, dtype)) {
+                        fprintf(stderr, "tile differs from the whole call (%s)\n",
+                                exact ? "bits" : "values");
+                        abort();
+                    }
                 }
-            }
+#undef AP_WHOLE_PLANE
     free(xt);
     free(yt);
 }
