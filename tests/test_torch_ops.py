@@ -163,6 +163,57 @@ def test_gradient_stored_the_other_way(rank, channels_last):
     torch.testing.assert_close(gx, gw)
 
 
+def _gradient_of_kind(y, kind):
+    """A gradient for y: dense in y's own layout, dense the other way, expanded from one value
+    (what y.sum() sends back), or every other element of a larger tensor."""
+    g = torch.randn(y.shape, dtype=torch.float64).to(y.dtype)
+    if kind == "own":
+        return torch.empty_strided(y.shape, y.stride(), dtype=y.dtype).copy_(g)
+    if kind == "other":
+        return g if not y.is_contiguous() else _channels_last(g)
+    if kind == "expanded":
+        return g.flatten()[:1].reshape((1,) * y.dim()).expand(y.shape)
+    return torch.cat([g, g], dim=-1)[..., ::2]
+
+
+@pytest.mark.parametrize("rank", [1, 2, 3])
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("kind", ["own", "other", "expanded", "strided"])
+def test_dense_gradient_route_equals_general_route(rank, channels_last, dtype, kind, monkeypatch):
+    """A gradient stored densely in its result's layout (float32, float64, float16) reaches the
+    backward kernel through numpy views (_run_backward's short route); every other gradient
+    through _as_layout_array. Both give the same bits and strides, and torch's values."""
+    shape = (2, 5) + (9, 11, 6)[:rank]
+    x = torch.randn(shape, dtype=torch.float64).to(dtype)
+    if channels_last:
+        x = _channels_last(x)
+    x.requires_grad_()
+    xt = x.detach().double().requires_grad_()
+    general = []
+    as_layout = apt._as_layout_array
+    monkeypatch.setattr(apt, "_as_layout_array",
+                        lambda *a: general.append(1) or as_layout(*a))
+    for pool, ref in ((lambda t: POOLS[rank][0](t, 3, 2, 1), lambda t: POOLS[rank][1](t, 3, 2, 1)),
+                      (lambda t: ADAPTIVE[rank][0](t, 4), lambda t: ADAPTIVE[rank][1](t, 4))):
+        y = pool(x)
+        g = _gradient_of_kind(y, kind)
+        general.clear()
+        (gx,) = torch.autograd.grad(y, x, g)
+        short = kind == "own" and dtype != torch.bfloat16
+        assert len(general) == (0 if short else 1)
+        with monkeypatch.context() as m:  # the general route for the same gradient
+            m.setattr(apt, "_dense_strides", lambda *a: ())
+            (want,) = torch.autograd.grad(y, x, g)
+        assert len(general) == (1 if short else 2)
+        assert gx.stride() == want.stride() and torch.equal(gx, want)
+        (gt,) = torch.autograd.grad(ref(xt), xt, g.double())
+        assert _same_layout(gx, gt)
+        tol = dict(rtol=1e-5, atol=1e-6) if dtype in (torch.float32, torch.float64) else \
+            dict(rtol=2e-2, atol=2e-2)
+        torch.testing.assert_close(gx.double(), gt, **tol)
+
+
 # --------------------------------------------------------------------------------------------
 # gradcheck / gradgradcheck (float64): the backward operators against finite differences, and
 # the backward's own backward (double backward).

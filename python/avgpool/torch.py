@@ -272,12 +272,30 @@ def _as_layout_array(t: Tensor, nhwc: bool) -> np.ndarray:
     return _api.as_array(want.contiguous())
 
 
+@lru_cache(maxsize=256)
+def _dense_strides(shape: Tuple[int, ...], nhwc: bool) -> Tuple[int, ...]:
+    """_layout_strides for the concrete shapes of real tensors (symbolic sizes do not hash)."""
+    return _layout_strides(shape, nhwc)
+
+
 def _run_backward(grad: Tensor, input_size: Sequence[int], nhwc: bool, desc: Any) -> Tensor:
     """desc's backward: the gradient with respect to an input of input_size, computed and
     returned in the layout nhwc asks for."""
     shape = tuple(input_size)
     if nhwc:
         shape = (shape[0],) + shape[2:] + (shape[1],)
+    if (type(grad) is Tensor and grad.dtype in _INFERENCE_DTYPES and not grad.requires_grad
+            and grad.numel() and grad.stride() == _dense_strides(grad.shape, nhwc)):
+        # the usual gradient, dense in the layout: numpy views and transposes on both sides,
+        # one torch call each, as a torch call after the kernel has streamed megabytes through
+        # the caches costs some 20 us (adaptive 14 -> 7 on 32x512x14x14 channels last, 2
+        # threads: 45 us of a 620 us torch.autograd.grad)
+        rank = grad.dim() - 2
+        g = grad.numpy()
+        if nhwc:
+            g = g.transpose(_to_nhwc(rank))
+        y = _operator(desc, shape, g.dtype, nhwc, nhwc).backward(g)
+        return torch.from_numpy(y.transpose(_from_nhwc(rank)) if nhwc else y)
     g = _as_layout_array(grad, nhwc)
     return _in_layout(_operator(desc, shape, g.dtype, nhwc, nhwc).backward(g), nhwc, nhwc)
 
