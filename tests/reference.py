@@ -6,13 +6,15 @@ over the (N, C) plane. Independent of the library: it must not import avgpool.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
 import numpy as np
 
 __all__ = ["ref_average_pool", "ref_adaptive_average_pool", "ref_output_size",
-           "ref_average_pool_backward", "ref_adaptive_average_pool_backward"]
+           "ref_average_pool_backward", "ref_adaptive_average_pool_backward",
+           "ref_scatter_backward"]
 
 
 def _to_channels_first(x, layout):
@@ -177,3 +179,27 @@ def ref_adaptive_average_pool_backward(grad_out, input_shape, output_sizes, layo
     transpose of the forward reference."""
     return _transpose_of(lambda e: ref_adaptive_average_pool(e, output_sizes), grad_out,
                          input_shape, layout)
+
+
+def ref_scatter_backward(grad_out, input_shape, window, strides, start_padding):
+    """The same gradient for images too large for the transpose above (channels first,
+    float64), straight from the definition as a scatter, for a pool without dilation that
+    divides by its valid taps (padding excluded): window o covers inputs o * s - p + t for
+    t < k on each axis, and each valid one gets grad_out[o] / (o's valid taps). The output
+    sizes are grad_out's. One tap combination at a time, numpy over the outputs (within one,
+    distinct outputs reach distinct inputs)."""
+    g = np.asarray(grad_out, dtype=np.float64)
+    ins, outs = tuple(input_shape[2:]), g.shape[2:]
+    # per axis and tap: every output's input index, and where it lies inside the input
+    index = [[np.arange(m) * s - p + t for t in range(k)]
+             for m, s, p, k in zip(outs, strides, start_padding, window)]
+    inside = [[(i >= 0) & (i < n) for i in taps] for taps, n in zip(index, ins)]
+    counts = [np.sum(ok, axis=0) for ok in inside]
+    with np.errstate(divide="ignore", invalid="ignore"):  # windows of no valid tap send nothing
+        share = g / functools.reduce(np.multiply.outer, counts)
+    gx = np.zeros(tuple(input_shape))
+    for taps in itertools.product(*[range(k) for k in window]):
+        ok = [inside[a][t] for a, t in enumerate(taps)]
+        to = np.ix_(*[index[a][t][o] for a, (t, o) in enumerate(zip(taps, ok))])
+        gx[(...,) + to] += share[(...,) + np.ix_(*[np.nonzero(o)[0] for o in ok])]
+    return gx

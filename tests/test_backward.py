@@ -8,7 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import avgpool
-from reference import ref_adaptive_average_pool_backward, ref_average_pool_backward
+from reference import (ref_adaptive_average_pool_backward, ref_average_pool_backward,
+                       ref_scatter_backward)
 from strategies import (
     DTYPES,
     FLOAT32,
@@ -162,9 +163,8 @@ def test_backward_channels_first_routes(case_id, dtype):
 # Channels first, windows that do not overlap, planes past 64 Ki elements: float32 rows as lane
 # permutes of their s0 row (a masked tail where W is not whole vectors; inputs that no window
 # reads at a row's end, as with an odd W, get 0); windows with gaps between them take the
-# element loop. Planes this large are past the reference's dense transpose, so the expected
-# gradient comes from the definition for windows that do not overlap (stride >= window, no
-# dilation, padding not counted): input i of window o gets gy[o] / (o's taps inside the input).
+# element loop. Planes this large are past the reference's dense transpose: the expected
+# gradient is reference.ref_scatter_backward, the definition as a scatter.
 ROW_PERMUTE_CASES = {
     "2x2s2": ((1, 2, 258, 262), (2, 2), (2, 2), (0, 0), None),
     "2x2s2-odd": ((1, 1, 257, 301), (2, 2), (2, 2), (0, 0), None),
@@ -174,28 +174,6 @@ ROW_PERMUTE_CASES = {
 }
 
 
-def _no_overlap_backward(gy, shape, window, strides, pads):
-    """float64 gradient of a pool whose windows do not overlap, from the definition."""
-    owner, counts = [], []
-    for n, o_n, k, s, p in zip(shape[2:], gy.shape[2:], window, strides, pads):
-        own = np.full(n, -1)
-        cnt = np.zeros(o_n)
-        for o in range(o_n):
-            taps = [i for i in range(o * s - p, o * s - p + k) if 0 <= i < n]
-            own[taps] = o
-            cnt[o] = len(taps)
-        owner.append(own)
-        counts.append(cnt)
-    div = counts[0]
-    for cnt in counts[1:]:
-        div = np.multiply.outer(div, cnt)
-    g = gy.astype(np.float64) / div
-    covered = np.ix_(*[own >= 0 for own in owner])
-    gx = np.zeros(shape)
-    gx[(...,) + covered] = g[(...,) + np.ix_(*[own[own >= 0] for own in owner])]
-    return gx
-
-
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("case_id", list(ROW_PERMUTE_CASES))
 def test_backward_channels_first_large_planes(case_id, dtype):
@@ -203,16 +181,15 @@ def test_backward_channels_first_large_planes(case_id, dtype):
     desc = avgpool.AveragePoolingDesc(window, strides, pads, output_sizes=outs)
     gy = _grad_out(13, desc.output_shape(shape, "NCHW"), dtype)
     gx = avgpool.average_pool_backward(gy, desc, shape)
-    ref = _no_overlap_backward(gy, shape, window, strides, pads)
+    ref = ref_scatter_backward(gy, shape, window, strides, pads)
     _assert_grad(gx, ref, np.abs(ref), dtype)
 
 
 # Stride 1: `gy / divisor` summed by the forward kernels. Channels first, planes of more than
 # 16 Ki outputs share the division between threads in segments of 16 Ki; images whose `gy`
 # passes 8 MiB go in bands of rows, each a tile of the forward (both layouts), unless the
-# forward takes the box path (the last case: the whole image). The expected gradient is the
-# definition as a scatter (channels first): every valid tap of window o gets gy[o] / (o's
-# valid taps); every thread count gives the same bits.
+# forward takes the box path (the last case: the whole image). The expected gradient is
+# reference.ref_scatter_backward (channels first); every thread count gives the same bits.
 STRIDE1_CASES = {
     "nchw-segments": ((2, 3, 150, 170), "NCHW", 3, 1),
     "nchw-bands": ((1, 1, 1450, 1451), "NCHW", 3, 1),
@@ -220,25 +197,6 @@ STRIDE1_CASES = {
     "nhwc-bands": ((1, 260, 261, 32), "NHWC", 3, 1),
     "nhwc-box-5x5p1": ((1, 260, 261, 32), "NHWC", 5, 1),
 }
-
-
-def _stride1_backward(gy, shape, k, p):
-    H, W = shape[2:]
-    OH, OW = gy.shape[2:]
-    taps = [np.array([sum(0 <= o - p + t < n for t in range(k)) for o in range(m)])
-            for n, m in ((H, OH), (W, OW))]
-    s0 = gy.astype(np.float64) / np.multiply.outer(taps[0], taps[1])
-    gx = np.zeros(shape)
-    for dh in range(k):
-        for dw in range(k):
-            for oh in range(OH):
-                ih = oh - p + dh
-                if not 0 <= ih < H:
-                    continue
-                iw = np.arange(OW) - p + dw
-                ok = (iw >= 0) & (iw < W)
-                gx[:, :, ih, iw[ok]] += s0[:, :, oh, ok]
-    return gx
 
 
 @pytest.mark.parametrize("case_id", list(STRIDE1_CASES))
@@ -252,8 +210,8 @@ def test_backward_stride1_large_images(case_id):
         np.testing.assert_array_equal(gx, gxs[0])
     first = (lambda a: a) if layout == "NCHW" else (lambda a: np.moveaxis(a, -1, 1))
     shape_cf = first(np.empty(shape, np.int8)).shape
-    ref = _stride1_backward(first(gy), shape_cf, k, p)
-    ref_abs = _stride1_backward(np.abs(first(gy)), shape_cf, k, p)
+    ref = ref_scatter_backward(first(gy), shape_cf, (k, k), (1, 1), (p, p))
+    ref_abs = ref_scatter_backward(np.abs(first(gy)), shape_cf, (k, k), (1, 1), (p, p))
     _assert_grad(first(gxs[0]), ref, ref_abs, np.float32)
 
 
