@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import avgpool
 from reference import (ref_adaptive_average_pool_backward, ref_average_pool_backward,
-                       ref_scatter_backward)
+                       ref_output_size, ref_scatter_backward)
 from strategies import (
     DTYPES,
     FLOAT32,
@@ -84,6 +84,24 @@ def test_reference_backward_by_hand():
     # adaptive 5 -> 2: windows [0, 3) and [2, 5), position 2 in both
     g = ref_adaptive_average_pool_backward(np.array([[[3.0, 6.0]]]), (1, 1, 5), (2,))
     np.testing.assert_array_equal(g[0, 0], [1.0, 1.0, 3.0, 2.0, 2.0])
+
+
+@pytest.mark.parametrize("shape,window,strides,start,end", [
+    ((2, 3, 9, 11), (3, 3), (1, 1), (1, 1), (1, 1)),
+    ((1, 2, 10, 7), (2, 2), (2, 2), (0, 0), (0, 0)),
+    ((1, 1, 10, 11), (3, 2), (3, 3), (1, 1), (2, 0)),
+    ((2, 2, 13), (4,), (4,), (0,), (3,)),
+    ((1, 1, 5, 6, 7), (2, 3, 2), (2, 1, 3), (1, 1, 0), (1, 1, 1)),
+])
+def test_scatter_reference_equals_transpose(shape, window, strides, start, end):
+    """The large images' reference (a scatter) and the dense transpose of the forward agree."""
+    outs = [ref_output_size(n, k, s, b, e, 1)
+            for n, k, s, b, e in zip(shape[2:], window, strides, start, end)]
+    gy = np.random.default_rng(3).standard_normal(shape[:2] + tuple(outs))
+    np.testing.assert_allclose(
+        ref_scatter_backward(gy, shape, window, strides, start),
+        ref_average_pool_backward(gy, shape, window, strides=strides, start_padding=start,
+                                  end_padding=end), rtol=1e-13, atol=1e-13)
 
 
 # --------------------------------------------------------------------------------------------
