@@ -70,8 +70,9 @@ def isa(request):
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "one_path: the test does not depend on avgpool's kernel path (the bench's "
-        "plumbing, its peers, subprocesses that pick their own path): it runs once, on the path "
-        "the library picks, and its copies for the other paths are deselected")
+        "plumbing, its peers, subprocesses that pick their own path, Python-level routing) or "
+        "switches between the paths itself: it runs once, on the path the library picks, and "
+        "its copies for the other paths are deselected")
 
 
 def pytest_collection_modifyitems(config, items):

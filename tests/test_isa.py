@@ -64,6 +64,7 @@ def pool_cases(draw):
     return desc, shape, layout, draw(st.sampled_from(DTYPES)), draw(st.integers(0, 2**32 - 1))
 
 
+@pytest.mark.one_path  # compares the simd path with scalar itself
 @pytest.mark.skipif(not SIMD, reason="no SIMD path on this CPU")
 @pytest.mark.parametrize("simd", SIMD)
 @given(case=pool_cases())
@@ -73,6 +74,7 @@ def test_pool_matches_scalar(simd, case):
     _compare(simd, lambda: avgpool.average_pool(x, desc, layout=layout), x, dtype)
 
 
+@pytest.mark.one_path  # compares the simd path with scalar itself
 @pytest.mark.skipif(not SIMD, reason="no SIMD path on this CPU")
 @pytest.mark.parametrize("simd", SIMD)
 @given(rank=st.integers(1, 3), layout=st.sampled_from(["NCHW", "NHWC"]), c=st.integers(1, 37),
@@ -85,6 +87,7 @@ def test_adaptive_matches_scalar(simd, rank, layout, c, data, dtype, seed):
     _compare(simd, lambda: avgpool.adaptive_average_pool(x, out, layout=layout), x, dtype)
 
 
+@pytest.mark.one_path  # compares the simd path with scalar itself
 @pytest.mark.skipif(not SIMD, reason="no SIMD path on this CPU")
 @pytest.mark.parametrize("simd", SIMD)
 @pytest.mark.parametrize("k", [5, 8, 15, 33, 64])
@@ -161,6 +164,7 @@ def test_set_isa_rejects_unknown():
         _core.set_isa("mmx")
 
 
+@pytest.mark.one_path  # compares the simd path with scalar itself
 @pytest.mark.skipif(not SIMD, reason="no SIMD path on this CPU")
 @pytest.mark.parametrize("simd", SIMD)
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
@@ -186,6 +190,7 @@ def test_non_finite_entering_running_sums(simd, layout, value):
         np.testing.assert_allclose(got[fin], ref[fin], rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.one_path  # compares the simd path with scalar itself
 @pytest.mark.skipif(not SIMD, reason="no SIMD path on this CPU")
 @pytest.mark.parametrize("simd", SIMD)
 @given(data=st.data(), dtype=st.sampled_from(DTYPES), seed=st.integers(0, 2**32 - 1))

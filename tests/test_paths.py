@@ -216,6 +216,7 @@ def _on(name, fn):
         _core.set_isa(prev)
 
 
+@pytest.mark.one_path  # runs every path itself
 @pytest.mark.parametrize("case_id", list(CASES))
 def test_path_is_named_and_matches_scalar(case_id):
     case = CASES[case_id]

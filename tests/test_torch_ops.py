@@ -176,6 +176,7 @@ def _gradient_of_kind(y, kind):
     return torch.cat([g, g], dim=-1)[..., ::2]
 
 
+@pytest.mark.one_path  # the route is Python's; the kernels are checked elsewhere
 @pytest.mark.parametrize("rank", [1, 2, 3])
 @pytest.mark.parametrize("channels_last", [False, True])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
