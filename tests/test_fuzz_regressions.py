@@ -165,3 +165,19 @@ def test_torch_empty_results_keep_their_shape(shape, channels_last):
     assert ours.shape == want.shape and ours.stride() == want.stride()
     # torch's windowed pools refuse empty channels (avgpool's rulings accept them): the shape
     assert getattr(functional, f"avg_pool{rank}d")(x, 1).shape == x.shape
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (1, 0), (2, 3, 0)])
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+def test_functional_zero_spatial_size_names_x(shape, kind):
+    # found by the long fuzz (HYPOTHESIS_PROFILE=long, 4000 examples): avg_pool1d of an input
+    # of length 0 with kernel_size 1, stride 2, ceil_mode blamed kernel_size/stride/padding
+    # (an output size of 0) instead of the input, which torch rejects as it is
+    if kind == "torch":
+        torch = pytest.importorskip("torch")
+        x = torch.zeros(shape)
+    else:
+        x = np.zeros(shape, np.float32)
+    with pytest.raises(ValueError) as e:
+        functional.avg_pool1d(x, [1], [2], [0], ceil_mode=True, count_include_pad=False)
+    assert names_one_of(str(e.value), ["x"]) and "kernel_size" not in str(e.value), str(e.value)

@@ -14,7 +14,7 @@ import numpy as np
 from . import _api
 from ._api import as_array, is_torch, numpy_to_torch
 from ._desc import AveragePoolingDesc, as_int
-from ._frontend import CEIL_DROP, FLOOR, adaptive_desc, flag, pooled_size, renamed
+from ._frontend import CEIL_DROP, FLOOR, adaptive_desc, flag, pooled_size, renamed, spatial_size
 
 # an int, or one int per spatial axis (a 1-sequence is broadcast)
 Size = Union[int, Sequence[int]]
@@ -95,7 +95,7 @@ def _pool_desc(spatial: Tuple[int, ...], kernel: Tuple[int, ...], strides: Tuple
     rank = len(kernel)
     outs = []
     for a in range(rank):
-        size, k, s, p = spatial[a], kernel[a], strides[a], pads[a]
+        size, k, s, p = spatial_size(spatial, a), kernel[a], strides[a], pads[a]
         if k < 1:
             raise ValueError(f"kernel_size must be >= 1, got {k}")
         if s < 1:
