@@ -181,13 +181,14 @@ def ref_adaptive_average_pool_backward(grad_out, input_shape, output_sizes, layo
                          input_shape, layout)
 
 
-def ref_scatter_backward(grad_out, input_shape, window, strides, start_padding):
+def ref_scatter_backward(grad_out, input_shape, window, strides, start_padding, divisor=None):
     """The same gradient for images too large for the transpose above (channels first,
-    float64), straight from the definition as a scatter, for a pool without dilation that
-    divides by its valid taps (padding excluded): window o covers inputs o * s - p + t for
-    t < k on each axis, and each valid one gets grad_out[o] / (o's valid taps). The output
-    sizes are grad_out's. One tap combination at a time, numpy over the outputs (within one,
-    distinct outputs reach distinct inputs)."""
+    float64), straight from the definition as a scatter, for a pool without dilation: window o
+    covers inputs o * s - p + t for t < k on each axis, and each valid one gets grad_out[o] /
+    divisor(o), o's valid taps (padding excluded) or the constant `divisor` (an override, or
+    padding counted where no window reaches past it). The output sizes are grad_out's. One tap
+    combination at a time, numpy over the outputs (within one, distinct outputs reach distinct
+    inputs)."""
     g = np.asarray(grad_out, dtype=np.float64)
     ins, outs = tuple(input_shape[2:]), g.shape[2:]
     # per axis and tap: every output's input index, and where it lies inside the input
@@ -196,7 +197,7 @@ def ref_scatter_backward(grad_out, input_shape, window, strides, start_padding):
     inside = [[(i >= 0) & (i < n) for i in taps] for taps, n in zip(index, ins)]
     counts = [np.sum(ok, axis=0) for ok in inside]
     with np.errstate(divide="ignore", invalid="ignore"):  # windows of no valid tap send nothing
-        share = g / functools.reduce(np.multiply.outer, counts)
+        share = g / (functools.reduce(np.multiply.outer, counts) if divisor is None else divisor)
     gx = np.zeros(tuple(input_shape))
     for taps in itertools.product(*[range(k) for k in window]):
         ok = [inside[a][t] for a, t in enumerate(taps)]

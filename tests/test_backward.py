@@ -209,18 +209,25 @@ def test_backward_channels_first_large_planes(case_id, dtype):
 # forward takes the box path (the last case: the whole image). The expected gradient is
 # reference.ref_scatter_backward (channels first); every thread count gives the same bits.
 STRIDE1_CASES = {
-    "nchw-segments": ((2, 3, 150, 170), "NCHW", 3, 1),
-    "nchw-bands": ((1, 1, 1450, 1451), "NCHW", 3, 1),
-    "nchw-bands-5x5p1": ((1, 1, 1450, 1451), "NCHW", 5, 1),
-    "nhwc-bands": ((1, 260, 261, 32), "NHWC", 3, 1),
-    "nhwc-box-5x5p1": ((1, 260, 261, 32), "NHWC", 5, 1),
+    "nchw-segments": ((2, 3, 150, 170), "NCHW", 3, 1, {}),
+    "nchw-bands": ((1, 1, 1450, 1451), "NCHW", 3, 1, {}),
+    "nchw-bands-5x5p1": ((1, 1, 1450, 1451), "NCHW", 5, 1, {}),
+    "nchw-bands-override": ((1, 1, 1450, 1451), "NCHW", 3, 1, dict(divisor_override=7)),
+    "nchw-block-include-pad": ((1, 3, 300, 301), "NCHW", 3, 1, dict(include_padding=True)),
+    "nhwc-bands": ((1, 260, 261, 32), "NHWC", 3, 1, {}),
+    "nhwc-box-5x5p1": ((1, 260, 261, 32), "NHWC", 5, 1, {}),
+    "nhwc-include-pad": ((1, 260, 261, 32), "NHWC", 3, 1, dict(include_padding=True)),
 }
 
 
 @pytest.mark.parametrize("case_id", list(STRIDE1_CASES))
 def test_backward_stride1_large_images(case_id):
-    shape, layout, k, p = STRIDE1_CASES[case_id]
-    desc = avgpool.AveragePoolingDesc((k, k), start_padding=(p, p), end_padding=(p, p))
+    """Planes of more than 64 Ki outputs divide by the divisor's factors (rows times W), the
+    rest by a table of the plane's divisors; a constant divisor (an override, or padding
+    counted) too."""
+    shape, layout, k, p, kw = STRIDE1_CASES[case_id]
+    desc = avgpool.AveragePoolingDesc((k, k), start_padding=(p, p), end_padding=(p, p), **kw)
+    divisor = kw.get("divisor_override", k * k if kw.get("include_padding") else None)
     gy = _grad_out(17, desc.output_shape(shape, layout), np.float32)
     gxs = [avgpool.average_pool_backward(gy, desc, shape, layout=layout, num_threads=n)
            for n in (1, 2, 3)]
@@ -228,8 +235,8 @@ def test_backward_stride1_large_images(case_id):
         np.testing.assert_array_equal(gx, gxs[0])
     first = (lambda a: a) if layout == "NCHW" else (lambda a: np.moveaxis(a, -1, 1))
     shape_cf = first(np.empty(shape, np.int8)).shape
-    ref = ref_scatter_backward(first(gy), shape_cf, (k, k), (1, 1), (p, p))
-    ref_abs = ref_scatter_backward(np.abs(first(gy)), shape_cf, (k, k), (1, 1), (p, p))
+    ref = ref_scatter_backward(first(gy), shape_cf, (k, k), (1, 1), (p, p), divisor)
+    ref_abs = ref_scatter_backward(np.abs(first(gy)), shape_cf, (k, k), (1, 1), (p, p), divisor)
     _assert_grad(first(gxs[0]), ref, ref_abs, np.float32)
 
 
