@@ -205,8 +205,8 @@ def test_backward_channels_first_large_planes(case_id, dtype):
 
 # Stride 1: `gy / divisor` summed by the forward kernels. Channels first, planes of more than
 # 16 Ki outputs share the division between threads in segments of 16 Ki; images whose `gy`
-# passes 8 MiB go in bands of rows, each a tile of the forward (both layouts), unless the
-# forward takes the box path (the last case: the whole image). The expected gradient is
+# passes 1 MiB go in bands of rows, each a tile of the forward (both layouts), unless the
+# forward takes the box path (the 5 x 5 cases: the whole image). The expected gradient is
 # reference.ref_scatter_backward (channels first); every thread count gives the same bits.
 STRIDE1_CASES = {
     "nchw-segments": ((2, 3, 150, 170), "NCHW", 3, 1, {}),
