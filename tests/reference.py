@@ -181,19 +181,21 @@ def ref_adaptive_average_pool_backward(grad_out, input_shape, output_sizes, layo
                          input_shape, layout)
 
 
-def ref_scatter_backward(grad_out, input_shape, window, strides, start_padding, divisor=None):
+def ref_scatter_backward(grad_out, input_shape, window, strides, start_padding, divisor=None,
+                         dilations=None):
     """The same gradient for images too large for the transpose above (channels first,
-    float64), straight from the definition as a scatter, for a pool without dilation: window o
-    covers inputs o * s - p + t for t < k on each axis, and each valid one gets grad_out[o] /
-    divisor(o), o's valid taps (padding excluded) or the constant `divisor` (an override, or
-    padding counted where no window reaches past it). The output sizes are grad_out's. One tap
+    float64), straight from the definition as a scatter: window o covers inputs
+    o * s - p + t * d for t < k on each axis, and each valid one gets grad_out[o] / divisor(o),
+    o's valid taps (padding excluded) or the constant `divisor` (an override, or padding
+    counted where no window reaches past it). The output sizes are grad_out's. One tap
     combination at a time, numpy over the outputs (within one, distinct outputs reach distinct
     inputs)."""
     g = np.asarray(grad_out, dtype=np.float64)
     ins, outs = tuple(input_shape[2:]), g.shape[2:]
+    dilations = dilations or (1,) * len(window)
     # per axis and tap: every output's input index, and where it lies inside the input
-    index = [[np.arange(m) * s - p + t for t in range(k)]
-             for m, s, p, k in zip(outs, strides, start_padding, window)]
+    index = [[np.arange(m) * s - p + t * d for t in range(k)]
+             for m, s, p, k, d in zip(outs, strides, start_padding, window, dilations)]
     inside = [[(i >= 0) & (i < n) for i in taps] for taps, n in zip(index, ins)]
     counts = [np.sum(ok, axis=0) for ok in inside]
     with np.errstate(divide="ignore", invalid="ignore"):  # windows of no valid tap send nothing

@@ -86,22 +86,23 @@ def test_reference_backward_by_hand():
     np.testing.assert_array_equal(g[0, 0], [1.0, 1.0, 3.0, 2.0, 2.0])
 
 
-@pytest.mark.parametrize("shape,window,strides,start,end", [
-    ((2, 3, 9, 11), (3, 3), (1, 1), (1, 1), (1, 1)),
-    ((1, 2, 10, 7), (2, 2), (2, 2), (0, 0), (0, 0)),
-    ((1, 1, 10, 11), (3, 2), (3, 3), (1, 1), (2, 0)),
-    ((2, 2, 13), (4,), (4,), (0,), (3,)),
-    ((1, 1, 5, 6, 7), (2, 3, 2), (2, 1, 3), (1, 1, 0), (1, 1, 1)),
+@pytest.mark.parametrize("shape,window,strides,start,end,dil", [
+    ((2, 3, 9, 11), (3, 3), (1, 1), (1, 1), (1, 1), (1, 1)),
+    ((1, 2, 10, 7), (2, 2), (2, 2), (0, 0), (0, 0), (1, 1)),
+    ((1, 1, 10, 11), (3, 2), (3, 3), (1, 1), (2, 0), (1, 1)),
+    ((2, 2, 13), (4,), (4,), (0,), (3,), (1,)),
+    ((1, 1, 5, 6, 7), (2, 3, 2), (2, 1, 3), (1, 1, 0), (1, 1, 1), (1, 1, 1)),
+    ((1, 2, 12, 13), (3, 3), (1, 1), (2, 1), (2, 3), (2, 3)),
 ])
-def test_scatter_reference_equals_transpose(shape, window, strides, start, end):
+def test_scatter_reference_equals_transpose(shape, window, strides, start, end, dil):
     """The large images' reference (a scatter) and the dense transpose of the forward agree."""
-    outs = [ref_output_size(n, k, s, b, e, 1)
-            for n, k, s, b, e in zip(shape[2:], window, strides, start, end)]
+    outs = [ref_output_size(n, k, s, b, e, d)
+            for n, k, s, b, e, d in zip(shape[2:], window, strides, start, end, dil)]
     gy = np.random.default_rng(3).standard_normal(shape[:2] + tuple(outs))
     np.testing.assert_allclose(
-        ref_scatter_backward(gy, shape, window, strides, start),
+        ref_scatter_backward(gy, shape, window, strides, start, dilations=dil),
         ref_average_pool_backward(gy, shape, window, strides=strides, start_padding=start,
-                                  end_padding=end), rtol=1e-13, atol=1e-13)
+                                  end_padding=end, dilations=dil), rtol=1e-13, atol=1e-13)
 
 
 # --------------------------------------------------------------------------------------------
@@ -217,6 +218,10 @@ STRIDE1_CASES = {
     "nhwc-bands": ((1, 260, 261, 32), "NHWC", 3, 1, {}),
     "nhwc-box-5x5p1": ((1, 260, 261, 32), "NHWC", 5, 1, {}),
     "nhwc-include-pad": ((1, 260, 261, 32), "NHWC", 3, 1, dict(include_padding=True)),
+    "nchw-dilated-bands": ((1, 2, 600, 610), "NCHW", 3, 2, dict(dilations=(2, 2))),
+    "nhwc-3ch-bands": ((1, 400, 401, 3), "NHWC", 3, 1, {}),
+    "nhwc-3ch-block": ((2, 100, 101, 3), "NHWC", 5, 2, {}),
+    "nhwc-3ch-dilated": ((2, 100, 101, 3), "NHWC", 3, 2, dict(dilations=(1, 2))),
 }
 
 
@@ -224,7 +229,9 @@ STRIDE1_CASES = {
 def test_backward_stride1_large_images(case_id):
     """Planes of more than 64 Ki outputs divide by the divisor's factors (rows times W), the
     rest by a table of the plane's divisors; a constant divisor (an override, or padding
-    counted) too."""
+    counted) too. Dilated windows channels first sum with the same dilation; channels last
+    with fewer channels than a vector is planned flattened (rows of W * C, dilation C along
+    them)."""
     shape, layout, k, p, kw = STRIDE1_CASES[case_id]
     desc = avgpool.AveragePoolingDesc((k, k), start_padding=(p, p), end_padding=(p, p), **kw)
     divisor = kw.get("divisor_override", k * k if kw.get("include_padding") else None)
@@ -235,8 +242,10 @@ def test_backward_stride1_large_images(case_id):
         np.testing.assert_array_equal(gx, gxs[0])
     first = (lambda a: a) if layout == "NCHW" else (lambda a: np.moveaxis(a, -1, 1))
     shape_cf = first(np.empty(shape, np.int8)).shape
-    ref = ref_scatter_backward(first(gy), shape_cf, (k, k), (1, 1), (p, p), divisor)
-    ref_abs = ref_scatter_backward(np.abs(first(gy)), shape_cf, (k, k), (1, 1), (p, p), divisor)
+    dil = kw.get("dilations")
+    ref = ref_scatter_backward(first(gy), shape_cf, (k, k), (1, 1), (p, p), divisor, dil)
+    ref_abs = ref_scatter_backward(np.abs(first(gy)), shape_cf, (k, k), (1, 1), (p, p), divisor,
+                                   dil)
     _assert_grad(first(gxs[0]), ref, ref_abs, np.float32)
 
 

@@ -80,6 +80,8 @@ def model_functional(v: Viol, x_shape, rank, fname, kernel_size, stride, padding
     sizes = shape[2:]
     outs = []
     for a in range(rank):
+        if sizes[a] < 1:  # checked axis by axis with the arguments (_frontend.spatial_size)
+            v.add("x")
         if k[a] < 1:
             v.add("kernel_size")
         if s[a] < 1:

@@ -820,6 +820,45 @@ static void check_paths(stats *st) {
            "scalar and the float64 reference\n", n);
 }
 
+/* The backward's stride-1 route (gy / divisor summed by the forward kernels) on images
+ * whose gy passes 1 MiB (in bands of rows, each a tile of the forward; the buffer of a band
+ * holds its rows and the window's dilated extent) and on smaller ones (whole images), with
+ * dilations, few channels last (planned flattened: dilation C along rows of W x C) and
+ * planes of more than 64 Ki outputs (the divisor by its factors). Under the sanitizers, a
+ * band buffer too short for a dilated window is a heap overflow. */
+static void check_backward_routes(void) {
+#define SZ(...) ((const int64_t[]){__VA_ARGS__})
+    const tcase cases[] = {
+        /* channels first, 3 x 3 dilation 2: bands (a middle one, whose buffer the window
+         * reaches past at both ends), factored divisors */
+        fixed_pool(2, AP_LAYOUT_NCHW, 1, 1, SZ(3000, 200), SZ(3, 3), NULL, SZ(2, 2), SZ(2, 2),
+                   SZ(2, 2)),
+        /* channels last, 3 channels (flattened): bands; and a whole image, 5 x 5 */
+        fixed_pool(2, AP_LAYOUT_NHWC, 1, 3, SZ(300, 301), SZ(3, 3), NULL, SZ(1, 1), SZ(1, 1),
+                   NULL),
+        fixed_pool(2, AP_LAYOUT_NHWC, 2, 3, SZ(60, 61), SZ(5, 5), NULL, SZ(2, 2), SZ(2, 2), NULL),
+        /* 3-D, dilation 3 along D: whole images */
+        fixed_pool(3, AP_LAYOUT_NCHW, 1, 2, SZ(9, 20, 21), SZ(2, 3, 3), NULL, SZ(1, 1, 1),
+                   SZ(2, 1, 1), SZ(3, 1, 1)),
+    };
+#undef SZ
+    const int n = (int)(sizeof cases / sizeof cases[0]);
+    long per_isa[TU_N_ISAS] = {0};
+    double worst = 0;
+    for (int i = 0; i < n; ++i) {
+        tcase c = cases[i];
+        if (ap_pool_output_sizes(&c.pd, &c.t, c.out) != AP_OK) abort();
+        c.nx = prod(&c, c.t.sizes);
+        c.ny = prod(&c, c.out);
+        c.threads = 2;
+        tu_seed(4242u + (uint64_t)i);
+        const double w = check_backward_case(&c, 100000 + i, per_isa);
+        if (w > worst) worst = w;
+    }
+    ap_set_isa("auto");
+    printf("backward stride-1 route cases: %d, worst error/bound vs reference %.3f\n", n, worst);
+}
+
 int main(int argc, char **argv) {
     const long ncases = argc > 1 ? atol(argv[1]) : 10000;
     const uint64_t seed = argc > 2 ? (uint64_t)atoll(argv[2]) : 1;
@@ -835,6 +874,7 @@ int main(int argc, char **argv) {
 
     if (only < 0) {
         check_paths(st);
+        check_backward_routes();
         memset(st, 0, sizeof st); /* the statistics below are the random cases' */
         for (int i = 0; i < TU_N_ISAS; ++i) st[i].available = ap_set_isa(tu_isas[i]) == AP_OK;
     }
