@@ -185,6 +185,7 @@ def test_dense_gradient_route_equals_general_route(rank, channels_last, dtype, k
     """A gradient stored densely in its result's layout (float32, float64, float16) reaches the
     backward kernel through numpy views (_run_backward's short route); every other gradient
     through _as_layout_array. Both give the same bits and strides, and torch's values."""
+    torch.manual_seed(rank)  # the inputs and gradients the same on every run
     shape = (2, 5) + (9, 11, 6)[:rank]
     x = torch.randn(shape, dtype=torch.float64).to(dtype)
     if channels_last:
