@@ -241,15 +241,16 @@ static void check_tile(int adaptive, const ap_pool_desc *d, const ap_adaptive_de
     const ap_status st = adaptive ? ap_adaptive_avgpool_tile(ad, t, dtype, &tile, xt, yt, threads)
                                   : ap_avgpool_tile(d, t, dtype, &tile, xt, yt, threads);
     if (st != AP_OK) abort();
+    const int64_t orun = C == CW ? out_sz[2] : 1; /* the same for the outputs */
     for (int64_t p = 0; p < planes; ++p)
         for (int64_t o0 = 0; o0 < out_sz[0]; ++o0)
             for (int64_t o1 = 0; o1 < out_sz[1]; ++o1)
-                for (int64_t o2 = 0; o2 < out_sz[2]; o2 += C == CW ? out_sz[2] : 1) {
+                for (int64_t o2 = 0; o2 < out_sz[2]; o2 += orun) {
                     const int64_t src =
                         ((AP_WHOLE_PLANE(p) * full_out[0] + out0[0] + o0) * full_out[1] +
                          out0[1] + o1) * full_out[2] + out0[2] + o2;
                     const int64_t dst = ((p * out_sz[0] + o0) * out_sz[1] + o1) * out_sz[2] + o2;
-                    const size_t n = (size_t)((C == CW ? out_sz[2] : 1) * C);
+                    const size_t n = (size_t)(orun * C);
                     const uint8_t *a = whole_y + (size_t)(src * CW + cw0) * es,
                                   *b = yt + (size_t)(dst * C) * es;
                     if (exact ? !same_bits(a, b, n, dtype) : !same_values(a, b, n, dtype)) {
