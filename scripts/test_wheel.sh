@@ -2,8 +2,8 @@
 # Build the wheel, repair it into a manylinux wheel with auditwheel, install it into a fresh
 # virtual environment and run the test suite against the installed wheel (not the source tree):
 # once on the kernel path the library picks (less the pure-Python bench and dask / xarray tests),
-# once with AVGPOOL_ISA=scalar. Then build and run
-# the C example against the C library inside the installed wheel.
+# once with AVGPOOL_ISA=scalar. Then build and run the C example against the C library inside
+# the installed wheel.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -32,8 +32,9 @@ cd "$work"
 # the source run above already covered; the wheel changes none of it (about 50 s of CI).
 AVGPOOL_ISA=auto "$py" -m pytest -q -p no:cacheprovider tests --ignore=tests/test_bench_cli.py \
   --ignore=tests/test_bench_peers.py --ignore=tests/test_dask.py --ignore=tests/test_xarray.py
-# The auto run above covers every path this CPU has (the [scalar] group included); forcing the
-# scalar kernels at import is checked on the core tests, not the whole suite again (CI time).
+# The auto run above runs on the path the library picks (the path and ISA tests compare every
+# path this CPU has with scalar themselves); forcing the scalar kernels at import is checked on
+# the core tests, not the whole suite again (CI time).
 AVGPOOL_ISA=scalar "$py" -m pytest -q -p no:cacheprovider tests/test_core.py tests/test_isa.py \
   tests/test_compiled.py tests/test_threads.py
 
