@@ -7,6 +7,9 @@ output and runs the C entry point with the GIL released. Every
 C status becomes a ValueError / TypeError / MemoryError naming the argument
 and the rule it broke.
 """
+from cpython.pycapsule cimport PyCapsule_GetContext, PyCapsule_GetPointer, PyCapsule_New, \
+    PyCapsule_SetContext
+from cpython.pyport cimport PY_SSIZE_T_MAX
 from libc.stdint cimport int64_t, uint16_t
 from libc.stdlib cimport getenv
 
@@ -95,6 +98,63 @@ cdef int _threads(num_threads) except -1:
 
 
 
+cdef extern from "output_cache.h":
+    size_t AP_OUTPUT_CACHE_MIN_BYTES
+    void *ap_output_cache_take(size_t n, size_t *size)
+    void ap_output_cache_give(void *p, size_t size)
+    void ap_output_cache_clear()
+    size_t ap_output_cache_bytes()
+    int ap_output_cache_blocks()
+    size_t ap_output_cache_limit()
+
+
+cdef const char *_BLOCK = b"avgpool.output_block"
+
+
+cdef void _give_block(object capsule) noexcept:
+    """The capsule's destructor (its array has died): the block back to the cache."""
+    ap_output_cache_give(PyCapsule_GetPointer(capsule, _BLOCK),
+                         <size_t>PyCapsule_GetContext(capsule))
+
+
+cdef cnp.ndarray _new_array(int nd, cnp.npy_intp *dims, int typenum):
+    """A new C-contiguous array, its contents undefined (as numpy.empty); one of
+    AP_OUTPUT_CACHE_MIN_BYTES or more on a block of output_cache.h, which a capsule (its base)
+    gives back when the array dies."""
+    cdef size_t n = cnp.PyArray_DescrFromType(typenum).itemsize
+    cdef size_t size
+    cdef int i
+    for i in range(nd):
+        if dims[i] < 0 or (dims[i] > 0 and n > <size_t>PY_SSIZE_T_MAX // <size_t>dims[i]):
+            n = 0  # too big: numpy says so
+            break
+        n *= <size_t>dims[i]
+    if n < AP_OUTPUT_CACHE_MIN_BYTES:
+        return cnp.PyArray_EMPTY(nd, dims, typenum, 0)
+    cdef void *block = ap_output_cache_take(n, &size)
+    if block == NULL:
+        raise MemoryError(f"no memory for an output of {n} bytes")
+    try:
+        capsule = PyCapsule_New(block, _BLOCK, <void (*)(object) noexcept>_give_block)
+    except BaseException:
+        ap_output_cache_give(block, size)
+        raise
+    PyCapsule_SetContext(capsule, <void *>size)
+    cdef cnp.ndarray y = cnp.PyArray_SimpleNewFromData(nd, dims, typenum, block)
+    cnp.set_array_base(y, capsule)
+    return y
+
+
+def output_cache_info():
+    """(blocks, bytes) kept by output_cache.h now, and the limit in bytes."""
+    return ap_output_cache_blocks(), ap_output_cache_bytes(), ap_output_cache_limit()
+
+
+def output_cache_clear():
+    """Free every kept block."""
+    ap_output_cache_clear()
+
+
 cdef cnp.ndarray _output(cnp.ndarray a, tuple shape, out, x, str name="x"):
     """A new output array, or `out` checked against shape, dtype, layout and overlap with the
     array `a` the kernel reads and the caller's `x` (of which `a` may be a copy); `name` is
@@ -106,7 +166,7 @@ cdef cnp.ndarray _output(cnp.ndarray a, tuple shape, out, x, str name="x"):
         for i in range(len(shape)):
             dims[i] = shape[i]
         try:
-            return cnp.PyArray_EMPTY(len(shape), dims, cnp.PyArray_TYPE(a), 0)
+            return _new_array(len(shape), dims, cnp.PyArray_TYPE(a))
         except ValueError:  # numpy: "array is too big"
             raise ValueError(f"{name}: the output of shape {shape} is too big for a numpy array") from None
     if type(out) is not np.ndarray:
@@ -551,7 +611,7 @@ cdef class CompiledOperator:
         if backward:
             dims = &self.in_dims[0]
         if out is None:
-            y = cnp.PyArray_EMPTY(self.out_ndim, dims, self.typenum, 0)
+            y = _new_array(self.out_ndim, dims, self.typenum)
         else:
             if type(out) is not cnp.ndarray:
                 raise TypeError(f"out must be a numpy.ndarray, got {type(out).__name__}")

@@ -90,10 +90,12 @@ def get_cmake_dir() -> str:
 
 
 def info() -> dict[str, str | bool | int]:
-    """Version, build (compiler, flags, kernels compiled in), the kernel instruction set in use and
-    the thread settings."""
+    """Version, build (compiler, flags, kernels compiled in), the kernel instruction set in use,
+    the thread settings and the output cache (bytes of dead outputs kept for reuse, and the
+    most it keeps: ``AVGPOOL_OUTPUT_CACHE_BYTES``)."""
     import os
 
+    _, kept, limit = _core.output_cache_info()
     return {
         "version": __version__,
         "build": _core.build_info(),
@@ -105,6 +107,8 @@ def info() -> dict[str, str | bool | int]:
         "AVGPOOL_NUM_THREADS": os.environ.get("AVGPOOL_NUM_THREADS", ""),
         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", ""),
         "AVGPOOL_THREAD_POOL": os.environ.get("AVGPOOL_THREAD_POOL", ""),
+        "output_cache_bytes": kept,
+        "output_cache_limit": limit,
     }
 
 
