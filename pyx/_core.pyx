@@ -117,8 +117,8 @@ cdef void _give_block(object capsule) noexcept:
                          <size_t>PyCapsule_GetContext(capsule))
 
 
-cdef cnp.ndarray _new_array(int nd, cnp.npy_intp *dims, int typenum):
-    """A new C-contiguous array, its contents undefined (as numpy.empty); one of
+cdef cnp.ndarray _new_array(int nd, cnp.npy_intp *dims, int typenum, bint cached=True):
+    """A new C-contiguous array, its contents undefined (as numpy.empty); when `cached`, one of
     AP_OUTPUT_CACHE_MIN_BYTES or more on a block of output_cache.h, which a capsule (its base)
     gives back when the array dies."""
     cdef size_t n = cnp.PyArray_DescrFromType(typenum).itemsize
@@ -129,7 +129,7 @@ cdef cnp.ndarray _new_array(int nd, cnp.npy_intp *dims, int typenum):
             n = 0  # too big: numpy says so
             break
         n *= <size_t>dims[i]
-    if n < AP_OUTPUT_CACHE_MIN_BYTES:
+    if not cached or n < AP_OUTPUT_CACHE_MIN_BYTES:
         return cnp.PyArray_EMPTY(nd, dims, typenum, 0)
     cdef void *block = ap_output_cache_take(n, &size)
     if block == NULL:
@@ -155,10 +155,10 @@ def output_cache_clear():
     ap_output_cache_clear()
 
 
-cdef cnp.ndarray _output(cnp.ndarray a, tuple shape, out, x, str name="x"):
-    """A new output array, or `out` checked against shape, dtype, layout and overlap with the
-    array `a` the kernel reads and the caller's `x` (of which `a` may be a copy); `name` is
-    x's argument name."""
+cdef cnp.ndarray _output(cnp.ndarray a, tuple shape, out, x, str name="x", bint cached=True):
+    """A new output array (_new_array), or `out` checked against shape, dtype, layout and
+    overlap with the array `a` the kernel reads and the caller's `x` (of which `a` may be a
+    copy); `name` is x's argument name."""
     cdef cnp.ndarray y
     cdef cnp.npy_intp dims[5]
     cdef int i
@@ -166,7 +166,7 @@ cdef cnp.ndarray _output(cnp.ndarray a, tuple shape, out, x, str name="x"):
         for i in range(len(shape)):
             dims[i] = shape[i]
         try:
-            return _new_array(len(shape), dims, cnp.PyArray_TYPE(a))
+            return _new_array(len(shape), dims, cnp.PyArray_TYPE(a), cached)
         except ValueError:  # numpy: "array is too big"
             raise ValueError(f"{name}: the output of shape {shape} is too big for a numpy array") from None
     if type(out) is not np.ndarray:
@@ -491,7 +491,9 @@ cdef object _run_tile(const ap_pool_desc *pool, const ap_adaptive_desc *adaptive
             f"box at {start} of sizes {size}, got spatial sizes "
             f"{tuple([part.sizes[i] for i in range(rank)])}")
     cdef int nt = _threads(num_threads)
-    cdef cnp.ndarray y = _output(a, _shape(&part, tile.out_size), out, x)
+    # a tile's result goes to a scheduler (avgpool.dask) that keeps or ships it: a block kept
+    # once it dies would only add to a worker's peak memory (a 64 MiB chunk more, measured)
+    cdef cnp.ndarray y = _output(a, _shape(&part, tile.out_size), out, x, "x", False)
     if part.batch == 0 or part.channels == 0:  # (0 would mean all of whole's in the C tile)
         return y
     cdef const void *xp = cnp.PyArray_DATA(a)
