@@ -121,15 +121,18 @@ cdef cnp.ndarray _new_array(int nd, cnp.npy_intp *dims, int typenum, bint cached
     """A new C-contiguous array, its contents undefined (as numpy.empty); when `cached`, one of
     AP_OUTPUT_CACHE_MIN_BYTES or more on a block of output_cache.h, which a capsule (its base)
     gives back when the array dies."""
-    cdef size_t n = cnp.PyArray_DescrFromType(typenum).itemsize
-    cdef size_t size
+    cdef size_t n = 1, size
     cdef int i
     for i in range(nd):
-        if dims[i] < 0 or (dims[i] > 0 and n > <size_t>PY_SSIZE_T_MAX // <size_t>dims[i]):
+        if dims[i] < 0 or (dims[i] > 0 and n > <size_t>PY_SSIZE_T_MAX // 8 // <size_t>dims[i]):
             n = 0  # too big: numpy says so
             break
         n *= <size_t>dims[i]
-    if not cached or n < AP_OUTPUT_CACHE_MIN_BYTES:
+    # elements of at most 8 bytes: most calls are decided before the dtype is looked up
+    if not cached or n < AP_OUTPUT_CACHE_MIN_BYTES // 8:
+        return cnp.PyArray_EMPTY(nd, dims, typenum, 0)
+    n *= <size_t>cnp.PyArray_DescrFromType(typenum).itemsize
+    if n < AP_OUTPUT_CACHE_MIN_BYTES:
         return cnp.PyArray_EMPTY(nd, dims, typenum, 0)
     cdef void *block = ap_output_cache_take(n, &size)
     if block == NULL:
