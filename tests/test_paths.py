@@ -139,6 +139,10 @@ CASES = {
     "box-wide": ("box", "NCHW", (2, 1, 5, 1100),
                  dict(window_size=(3, 31), start_padding=(1, 15), end_padding=(1, 15)), None),
     "box-1d": ("box", "NCHW", (1, 3, 90), dict(window_size=(17,), end_padding=(4,)), None),
+    # rows past one run of segments (the buffers are sized by the segments a row takes): 4
+    # segments of 512, then a second run whose last segments read the zero slack
+    "box-long-row": ("box", "NCHW", (1, 1, 3, 2500),
+                     dict(window_size=(1, 17), start_padding=(0, 8), end_padding=(0, 8)), None),
     "box-3d": ("box", "NCHW", (1, 2, 4, 20, 30), dict(window_size=(2, 9, 9), strides=(2, 1, 1)),
                None),
     # channels last, windows wider than 8 along W (narrower ones with fewer channels than a
@@ -150,6 +154,9 @@ CASES = {
                          divisor_override=30), None),
     "box-nhwc": ("box", "NHWC", (2, 20, 25, 7),
                  dict(window_size=(5, 9), start_padding=(3, 3), end_padding=(1, 1)), None),
+    "box-nhwc-long-row": ("box", "NHWC", (1, 3, 600, 20),
+                          dict(window_size=(3, 9), start_padding=(1, 4), end_padding=(1, 4)),
+                          None),
     # channels last with fewer channels than a vector and a stride-1 window of at most 8 taps
     # along W: one channel of W x C, a window of dilation C (csrc/api.c ap_flatten_channels)
     "rows-s1-nhwc-flat-rgb": ("rows-s1", "NHWC", (1, 30, 40, 3),
