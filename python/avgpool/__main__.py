@@ -17,7 +17,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     from avgpool._explain import SPEC_HELP
 
-    info = sub.add_parser("info", help="print version, build flags, kernel instruction set and thread settings",
+    info = sub.add_parser("info", help="print version, build flags, kernel instruction set, "
+                                       "thread settings and the output cache",
                           epilog=SPEC_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     info.add_argument("--explain", metavar="SPEC",
                       help="print the kernel path a call takes and why, instead (see below)")
