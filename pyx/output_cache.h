@@ -66,15 +66,19 @@ static void *ap_block_alloc(size_t n) {
     return p;
 }
 
-static void ap_output_cache_drop_oldest(void) {
-    ap_block_free(ap_cache_block[0]);
-    ap_cache_total -= ap_cache_size[0];
-    for (int i = 1; i < ap_cache_count; ++i) {
-        ap_cache_block[i - 1] = ap_cache_block[i];
-        ap_cache_size[i - 1] = ap_cache_size[i];
+/* Kept block i out of the list (the later ones move up); returns it. */
+static void *ap_output_cache_remove(int i) {
+    void *p = ap_cache_block[i];
+    ap_cache_total -= ap_cache_size[i];
+    for (int j = i + 1; j < ap_cache_count; ++j) {
+        ap_cache_block[j - 1] = ap_cache_block[j];
+        ap_cache_size[j - 1] = ap_cache_size[j];
     }
     --ap_cache_count;
+    return p;
 }
+
+static void ap_output_cache_drop_oldest(void) { ap_block_free(ap_output_cache_remove(0)); }
 
 /* A block of at least n bytes (n > 0): a kept one of n to n + n/8 bytes, the smallest, or
  * a new one of n; its size in *size. NULL when out of memory. */
@@ -88,15 +92,8 @@ static void *ap_output_cache_take(size_t n, size_t *size) {
         *size = n;
         return ap_block_alloc(n);
     }
-    void *p = ap_cache_block[best];
     *size = ap_cache_size[best];
-    ap_cache_total -= *size;
-    for (int i = best + 1; i < ap_cache_count; ++i) {
-        ap_cache_block[i - 1] = ap_cache_block[i];
-        ap_cache_size[i - 1] = ap_cache_size[i];
-    }
-    --ap_cache_count;
-    return p;
+    return ap_output_cache_remove(best);
 }
 
 /* Block p of `size` bytes is free again: kept when it fits under the limit after dropping
