@@ -255,8 +255,13 @@ ap_path ap_choose_path(ap_plan *p, int lanes, char *why, size_t why_len) {
             /* But windows 2-3 columns wide at stride 1 take neither: 4 at a time sum
              * the 5-6 columns they cover once each, in registers (a 3 x 3 window reads
              * 4.5 vectors per output instead of 9; 1.4-2.3x faster than both ways on
-             * the Intel VM, C = 16 to 192). */
-            p->nhwc_cols = s == 1 && d == 1 && (k == 2 || k == 3);
+             * the Intel VM, C = 16 to 192). So do 3 columns at stride 2: 4 windows
+             * share 9 columns (6.75 vectors per output of a 3 x 3 window instead of 9;
+             * Zen 5, 1 thread, 3 x 3 s2 on 16 x 56 x 56 x 64 231-239 -> 213-224 us,
+             * 282 -> 226 on the AVX2 kernels, x 16 channels 2x and x 3 channels
+             * 2.3-3x faster). Whatever C is, so that a call on some of the channels
+             * sums them as the whole call does (nhwc_cols_run_ picks the block). */
+            p->nhwc_cols = d == 1 && ((s == 1 && (k == 2 || k == 3)) || (s == 2 && k == 3));
             p->nhwc_rowsums = !p->nhwc_cols && kh >= 2 && aw->in <= (1 << 20) / C &&
                               (s == 0 || (via_row < kh * k &&
                                           (2 * kh * k >= 3 * via_row || C <= 2 * lanes)));

@@ -58,7 +58,8 @@ typedef struct ap_plan {
     int nhwc_rowsums;           /* nhwc-direct: an output row's window rows
                                    summed into a (W, C) row first           */
     int nhwc_cols;              /* nhwc-direct: windows 2-3 wide at stride 1
-                                   share column sums, 4 outputs at a time   */
+                                   or 3 wide at stride 2 share column sums,
+                                   4 outputs at a time                      */
     int plane_tiled;            /* plane-flat: windows k = stride (2 or 4)
                                    tile each row from its start: shuffles
                                    over the whole buffer, else gathers      */

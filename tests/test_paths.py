@@ -96,10 +96,10 @@ CASES = {
     "plane-flat-adaptive": ("plane-flat", "NCHW", (2, 3, 13, 17), None, (5, 7)),
     "int32-fallback": ("scalar-fallback", "NCHW", (1, 3, 5),
                        dict(window_size=(2,), dilations=(BIG,), end_padding=(BIG,)), None),
-    # windows 2-3 wide at stride 1: column sums shared by 4 outputs along W (a run of 12
-    # full windows here, 3 blocks; 9 in the next, 2 blocks and a single; padding at both
-    # ends), channel tails of every vector width, 2 vectors (a head when misaligned),
-    # divisors from padding, an override, 3-D windows
+    # windows 2-3 wide at stride 1 (and 3 wide at stride 2): column sums shared by 4 outputs
+    # along W (a run of 12 full windows here, 3 blocks; 9 in the next, 2 blocks and a single;
+    # 10 at stride 2; padding at both ends), channel tails of every vector width, 2 vectors (a
+    # head when misaligned), divisors from padding, an override, 3-D windows
     "nhwc-direct": ("nhwc-direct", "NHWC", (1, 9, 14, 19),
                     dict(window_size=(3, 3), start_padding=(1, 1), end_padding=(1, 1)), None),
     "nhwc-direct-cols-k2": ("nhwc-direct", "NHWC", (2, 7, 10, 32),
@@ -111,6 +111,9 @@ CASES = {
     "nhwc-direct-cols-3d": ("nhwc-direct", "NHWC", (1, 3, 5, 9, 20),
                             dict(window_size=(2, 2, 3), start_padding=(0, 1, 1),
                                  end_padding=(1, 0, 1)), None),
+    "nhwc-direct-cols-s2": ("nhwc-direct", "NHWC", (2, 9, 23, 40),
+                            dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 1),
+                                 end_padding=(1, 1)), None),
     # a 2 x 4 window at stride 1: over a row of column sums; stride 3 (no overlap): over the
     # input
     "nhwc-direct-rowsums": ("nhwc-direct", "NHWC", (1, 8, 9, 41),
@@ -273,6 +276,19 @@ def test_explain_reasons_and_errors():
         avgpool.explain(avgpool.AveragePoolingDesc((2,)), (1, 1, 5), layout="NWC")
     with pytest.raises(TypeError, match="int32"):
         avgpool.explain(avgpool.AveragePoolingDesc((2,)), (1, 1, 5), dtype="int32")
+
+
+@pytest.mark.parametrize("channels", [3, 40, 300])
+def test_stride2_windows_3_wide_sum_by_columns_at_any_channel_count(channels):
+    """Channels last, 3 x 3 stride 2 takes the column sums whatever C is (the block of
+    windows changes with C, not the sums), so a call on some of the channels gives their bits
+    of the whole call (test_dask's channel chunks)."""
+    desc = avgpool.AveragePoolingDesc((3, 3), strides=(2, 2), start_padding=(1, 1),
+                                      end_padding=(1, 1))
+    if _core.isa() == "scalar":
+        pytest.skip("the scalar kernels sum every window tap by tap")
+    line = avgpool.explain(desc, (1, 9, 23, channels), layout="NHWC")
+    assert "by columns shared by 4 outputs along W" in line, line
 
 
 def test_cli_explain(capsys):
