@@ -154,7 +154,9 @@ PHASE_CASES = {
 
 # Channels first, windows that do not overlap, small planes: each input element is its window's
 # gy / divisor through a per-plane owner map, for float32 one lane permute per vector when each
-# vector's owners lie within two vectors of outputs (the first two cases), else a gather (the
+# vector's owners lie within two vectors of outputs (the first two cases; planes that are not
+# whole vectors, every element owned, go in groups of planes that are: 4 of 196 on AVX-512
+# with a short group after, 16 of 279 as one short group), else a gather (the
 # gaps of the third case send the uncovered positions to a 0 far from their neighbours). One
 # window over the whole plane (the global cases, 1-3-D, one with a divisor override) fills
 # each plane with its one value instead.
@@ -295,6 +297,8 @@ STREAM_CASES = {
     "2d-nhwc-spread": ((2, 500, 500, 16), "NHWC", dict(window_size=(2, 2), strides=(3, 3))),
     # small channels-first planes take a per-call owner map, streamed past 64 MiB
     "2d-nchw-map": ((5, 300, 112, 112), "NCHW", dict(window_size=(2, 2), strides=(2, 2))),
+    # planes of 54 x 54 (not whole vectors) in groups of 4 (2 on AVX2), streamed the same way
+    "2d-nchw-map-groups": ((5, 1200, 54, 54), "NCHW", dict(window_size=(2, 2), strides=(2, 2))),
     # large ones lane permutes per row (rows of whole 64-byte lines streamed)
     "2d-nchw-rows": ((3, 1, 1500, 1504), "NCHW", dict(window_size=(2, 2), strides=(2, 2))),
 }
