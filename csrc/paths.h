@@ -10,7 +10,7 @@
 
 #define AP_PATHS(X)                                                                        \
     X(NONE, "none", "batch or channels 0: no output element, no kernel runs")              \
-    X(SCALAR, "scalar", "the scalar kernels: scalar instruction set, or float64")          \
+    X(SCALAR, "scalar", "the scalar kernels: the scalar instruction set")                  \
     X(SCALAR_FALLBACK, "scalar-fallback",                                                  \
       "SIMD, channels first, a row buffer too long for int32 gather indices; channels "    \
       "last, a window of more than AP_NHWC_MAX_TAPS taps whose rows are too long to buffer") \
@@ -35,7 +35,10 @@
       "channels last, windows of more than 16 taps: vertical then horizontal sums")        \
     X(BOX, "box",                                                                          \
       "either layout, windows of more than 16 taps with stride 1 and dilation 1 along H "  \
-      "and W: float64 running column sums and row prefix sums (a few adds per output)")
+      "and W: float64 running column sums and row prefix sums (a few adds per output)")   \
+    X(F64_SEPARABLE, "f64-separable",                                                      \
+      "float64 on a vector instruction set, any window: column sums over the window's "     \
+      "rows, then along W, in plain C that the compiler vectorizes")
 
 /* nhwc-direct lists a window's taps in an array of this many pointers. */
 #define AP_NHWC_MAX_TAPS 64

@@ -24,7 +24,7 @@ from reference import ref_adaptive_average_pool, ref_average_pool
 SIMD = [name for name in available_isas() if name != "scalar"]
 DTYPES = [np.float32, np.float16, ml_dtypes.bfloat16]
 # vs scalar: summation order only; vs the float64 reference: plus the input dtype's rounding
-TOL_SCALAR = {np.float32: 2e-6, np.float16: 1e-3, ml_dtypes.bfloat16: 8e-3}
+TOL_SCALAR = {np.float32: 2e-6, np.float64: 1e-13, np.float16: 1e-3, ml_dtypes.bfloat16: 8e-3}
 TOL_REF = {np.float32: 3e-5, np.float64: 1e-12, np.float16: 1.5e-3, ml_dtypes.bfloat16: 1e-2}
 BIG = 2**28  # positions past int32 row-buffer indices
 
@@ -249,11 +249,44 @@ def test_path_is_named_and_matches_scalar(case_id):
             assert got.dtype == x.dtype
             _close(got, scalar, TOL_SCALAR[dtype], f"{name} {path} {np.dtype(dtype)} vs scalar")
             _close(got, want, TOL_REF[dtype], f"{name} {path} {np.dtype(dtype)} vs reference")
-    # float64 always runs the scalar kernels, on every instruction set
-    for name in ["scalar"] + SIMD:
+    # float64: the scalar kernels on the scalar instruction set; on the vector ones its own
+    # column sums where they pay, else the scalar kernels (test_float64_path_rule)
+    line = _on("scalar", lambda: avgpool.explain(desc, shape, layout=layout, dtype="float64"))
+    assert _path_name(line) == "scalar", line
+    scalar64 = _on("scalar", lambda: _pool(case, x64))
+    _close(scalar64, ref, TOL_REF[np.float64], "scalar float64")
+    for name in SIMD:
         line = _on(name, lambda: avgpool.explain(desc, shape, layout=layout, dtype="float64"))
-        assert _path_name(line) == "scalar", line
-        _close(_on(name, lambda: _pool(case, x64)), ref, TOL_REF[np.float64], f"{name} float64")
+        assert _path_name(line) in ("f64-separable", "scalar"), line
+        got = _on(name, lambda: _pool(case, x64))
+        _close(got, scalar64, TOL_SCALAR[np.float64], f"{name} float64 vs scalar")
+        _close(got, ref, TOL_REF[np.float64], f"{name} float64")
+
+
+@pytest.mark.parametrize("layout,shape,kwargs,path", [
+    # channels first: rows of 16 values or more
+    ("NCHW", (1, 2, 9, 16), dict(window_size=(2, 2), strides=(2, 2)), "f64-separable"),
+    ("NCHW", (1, 2, 40, 15), dict(window_size=(3, 3), start_padding=(1, 1),
+                                  end_padding=(1, 1)), "scalar"),
+    ("NCHW", (2, 3, 7, 7), dict(window_size=(7, 7)), "scalar"),
+    # channels last: windows whose column sums save adds (kd kh kw > kd kh + kw)
+    ("NHWC", (1, 5, 5, 8), dict(window_size=(2, 3)), "f64-separable"),
+    ("NHWC", (1, 64, 64, 8), dict(window_size=(2, 2), strides=(2, 2)), "scalar"),
+    ("NHWC", (1, 9, 64, 8), dict(window_size=(1, 9)), "scalar"),
+    ("NHWC", (1, 4, 9, 9, 8), dict(window_size=(2, 2, 2)), "f64-separable"),
+    ("NHWC", (1, 4, 9, 9, 8), dict(window_size=(2, 1, 2)), "scalar"),
+])
+def test_float64_path_rule(layout, shape, kwargs, path):
+    """float64 on a vector instruction set takes the column sums (f64-separable) where they
+    pay, by the shape alone (paths.c), and matches the scalar kernels there."""
+    if _core.isa() == "scalar":
+        pytest.skip("the scalar instruction set runs the scalar kernels")
+    desc = avgpool.AveragePoolingDesc(**kwargs)
+    assert _path_name(avgpool.explain(desc, shape, layout=layout, dtype="float64")) == path
+    x = np.random.default_rng(5).uniform(-1, 1, shape)
+    got = avgpool.average_pool(x, desc, layout=layout)
+    want = _on("scalar", lambda: avgpool.average_pool(x, desc, layout=layout))
+    _close(got, want, TOL_SCALAR[np.float64], "float64 vs scalar")
 
 
 def test_explain_empty_batch_runs_no_kernel():
@@ -299,7 +332,8 @@ def test_cli_explain(capsys):
     out = capsys.readouterr().out
     assert out.startswith(f"isa {_core.isa()}, layout NCHW, f32: ")
     assert main(["info", "--explain", "adaptive=1,1 shape=2,7,7,64 layout=NHWC dtype=float64"]) == 0
-    assert _path_name(capsys.readouterr().out.strip()) == "scalar"
+    assert _path_name(capsys.readouterr().out.strip()) == (
+        "scalar" if _core.isa() == "scalar" else "f64-separable")
     assert main(["info", "--explain", "window=3,3 shape=1,1"]) == 2  # rank mismatch: an error
     assert "x/window_size: window_size has 2 entries" in capsys.readouterr().err
     assert main(["info", "--explain", "windw=3"]) == 2

@@ -17,7 +17,8 @@ typedef ap_status (*ap_backward_fn)(const ap_plan *plan, const ap_inverse *inv, 
                                     void *gx);
 
 /* Indexed [layout][dtype]; lanes[dtype] is the float lanes of that dtype's
- * kernels, 0 where they are the scalar ones (ap_choose_path needs it). */
+ * kernels, 0 where they are the scalar ones (ap_choose_path needs it); float64's
+ * vector kernel (simd_f64.inc, plain C over double) has 1. */
 typedef struct ap_kernel_table {
     const char *isa;
     ap_kernel_fn pool[2][4];
