@@ -100,9 +100,10 @@ static ap_status ap_plan_pool_as_run(ap_plan *plan, const ap_pool_desc *desc,
  * the other one itself (plan->out_channels_first). */
 static ap_status ap_operator_kernel(const ap_operator *op, const void *x, void *y) {
     const ap_plan *plan = &op->plan;
-    /* omit: the scalar kernels, the float64 one and the box path skip NaN themselves */
+    /* omit: the scalar kernels, the float64 ones and the box path skip NaN themselves */
     if (plan->nan_omit && plan->path != AP_PATH_SCALAR && plan->path != AP_PATH_SCALAR_FALLBACK &&
-        plan->path != AP_PATH_F64_SEPARABLE && !ap_box_counts_fit(plan))
+        plan->path != AP_PATH_F64_SEPARABLE && plan->path != AP_PATH_F64_DIRECT &&
+        !ap_box_counts_fit(plan))
         return ap_omit_run(plan, op->table, x, y);
     return op->kernel(plan, x, y);
 }

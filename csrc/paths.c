@@ -203,32 +203,44 @@ ap_path ap_choose_path(ap_plan *p, int lanes, char *why, size_t why_len) {
         return p->path;
     }
     if (p->dtype == AP_DTYPE_F64) {
-        /* one row of column sums per thread: W * C doubles */
         const int nhwc = p->layout == AP_LAYOUT_NHWC;
         const int64_t n = aw->in * (nhwc ? p->channels : 1), kdh = ad->window * ah->window;
-        /* The scalar kernels where the column sums do not pay (Zen 5, 1 thread, against
-         * them): rows of fewer than 16 values channels first, whose per-row cost is not
-         * carried (global 7 x 7 on 32x512x7x7 2.2x slower, 2 x 2 s2 on 14 x 14 planes 1.1x),
-         * and channels last windows that save no adds (2 x 2 s2 on 1x256x256x64 1.05x);
-         * elsewhere 1.5-4x faster, 28x on a 15 x 15 box. Decided by the shape only, not
-         * the batch or the channels (tiles and channel chunks keep the whole call's sums). */
-        if (nhwc ? kdh * aw->window <= kdh + aw->window : aw->in < 16) {
-            p->path = AP_PATH_SCALAR, p->reason = "float64, no gain from column sums";
-            AP_WHY("float64: %s", nhwc ? "a window whose column sums save no adds"
-                                       : "rows of fewer than 16 values");
+        /* adds per output: kd kh kw taps directly; by column sums, kd kh for each input
+         * column a window moves past (the stride, about in / out for adaptive windows) and
+         * kw along W */
+        const int64_t sw = aw->stride > 0 ? aw->stride : (aw->in + aw->out - 1) / aw->out;
+        /* Channels last where the column sums save no adds: the taps directly, channels in
+         * vectors (Zen 5, 1 thread, against the column sums: 3 x 3 s2 p1 on 8x56x56x64 712 ->
+         * 499 us; against the scalar kernels: 2 x 2 s2 on 1x256x256x64 3.3 -> 1.4 ms, global
+         * on 32x7x7x512 127 -> 97 us, through the column sums). Channels first on rows of fewer than 16
+         * values (whose per-row cost the column sums do not carry: global 7 x 7 on
+         * 32x512x7x7 2.2x slower through them, 2 x 2 s2 on 14 x 14 planes 1.1x): the scalar
+         * kernels. Decided by the shape only, not the batch or the channels (tiles and
+         * channel chunks keep the whole call's sums). */
+        if (nhwc && kdh * sw + aw->window >= kdh * aw->window) {
+            p->path = AP_PATH_F64_DIRECT, p->reason = "float64, taps summed directly";
+            AP_WHY("float64: column sums would take %lld + %lld adds per output against %lld "
+                   "taps: the taps summed directly, channels in vectors",
+                   (long long)(kdh * sw), (long long)aw->window, (long long)(kdh * aw->window));
             return p->path;
         }
+        if (!nhwc && aw->in < 16) {
+            p->path = AP_PATH_SCALAR, p->reason = "float64 rows of fewer than 16 values";
+            AP_WHY("float64: rows of %lld < 16 values, the scalar kernels", (long long)aw->in);
+            return p->path;
+        }
+        /* one row of column sums per thread: W * C doubles */
         if (n > (INT64_C(1) << 26)) {
             p->path = AP_PATH_SCALAR_FALLBACK, p->reason = "float64 row too long to buffer";
             AP_WHY("float64: a row of %lld values > 64 Mi, too long for a buffer of column sums",
                    (long long)n);
             return p->path;
         }
-        p->path = AP_PATH_F64_SEPARABLE, p->reason = "float64";
+        p->path = AP_PATH_F64_SEPARABLE, p->reason = "float64, column sums";
         AP_WHY("float64: column sums over the window's %lld x %lld rows, then windows of %lld "
-               "along W (%lld + %lld adds per output)",
+               "along W (%lld + %lld adds per output against %lld taps)",
                (long long)ad->window, (long long)ah->window, (long long)aw->window,
-               (long long)(ad->window * ah->window), (long long)aw->window);
+               (long long)(kdh * sw), (long long)aw->window, (long long)(kdh * aw->window));
         return p->path;
     }
     /* Row buffer: input position q lives at buf[row_off + q]; uniform

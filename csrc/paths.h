@@ -38,7 +38,10 @@
       "and W: float64 running column sums and row prefix sums (a few adds per output)")   \
     X(F64_SEPARABLE, "f64-separable",                                                      \
       "float64 on a vector instruction set, any window: column sums over the window's "     \
-      "rows, then along W, in plain C that the compiler vectorizes")
+      "rows, then along W, in plain C that the compiler vectorizes")                      \
+    X(F64_DIRECT, "f64-direct",                                                            \
+      "float64 channels last on a vector instruction set, windows whose column sums save "  \
+      "no adds: the taps summed in the scalar kernels' order, in vectors of channels")
 
 /* nhwc-direct lists a window's taps in an array of this many pointers. */
 #define AP_NHWC_MAX_TAPS 64

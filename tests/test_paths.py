@@ -257,7 +257,7 @@ def test_path_is_named_and_matches_scalar(case_id):
     _close(scalar64, ref, TOL_REF[np.float64], "scalar float64")
     for name in SIMD:
         line = _on(name, lambda: avgpool.explain(desc, shape, layout=layout, dtype="float64"))
-        assert _path_name(line) in ("f64-separable", "scalar"), line
+        assert _path_name(line) in ("f64-separable", "f64-direct", "scalar"), line
         got = _on(name, lambda: _pool(case, x64))
         _close(got, scalar64, TOL_SCALAR[np.float64], f"{name} float64 vs scalar")
         _close(got, ref, TOL_REF[np.float64], f"{name} float64")
@@ -269,24 +269,33 @@ def test_path_is_named_and_matches_scalar(case_id):
     ("NCHW", (1, 2, 40, 15), dict(window_size=(3, 3), start_padding=(1, 1),
                                   end_padding=(1, 1)), "scalar"),
     ("NCHW", (2, 3, 7, 7), dict(window_size=(7, 7)), "scalar"),
-    # channels last: windows whose column sums save adds (kd kh kw > kd kh + kw)
+    # channels last: column sums where they take fewer adds than the taps (kd kh * stride +
+    # kw < kd kh kw), else the taps directly (f64-direct, the scalar kernels' order)
     ("NHWC", (1, 5, 5, 8), dict(window_size=(2, 3)), "f64-separable"),
-    ("NHWC", (1, 64, 64, 8), dict(window_size=(2, 2), strides=(2, 2)), "scalar"),
-    ("NHWC", (1, 9, 64, 8), dict(window_size=(1, 9)), "scalar"),
+    ("NHWC", (1, 64, 64, 8), dict(window_size=(2, 2), strides=(2, 2)), "f64-direct"),
+    ("NHWC", (1, 9, 64, 8), dict(window_size=(1, 9)), "f64-direct"),
+    ("NHWC", (1, 9, 64, 8), dict(window_size=(3, 3), strides=(2, 2)), "f64-direct"),
     ("NHWC", (1, 4, 9, 9, 8), dict(window_size=(2, 2, 2)), "f64-separable"),
-    ("NHWC", (1, 4, 9, 9, 8), dict(window_size=(2, 1, 2)), "scalar"),
+    ("NHWC", (1, 4, 9, 9, 8), dict(window_size=(2, 1, 2)), "f64-direct"),
 ])
 def test_float64_path_rule(layout, shape, kwargs, path):
     """float64 on a vector instruction set takes the column sums (f64-separable) where they
-    pay, by the shape alone (paths.c), and matches the scalar kernels there."""
+    pay, by the shape alone (paths.c), and matches the scalar kernels there; f64-direct sums in
+    the scalar kernels' order, so it gives their bits, NaN omitted or not."""
     if _core.isa() == "scalar":
         pytest.skip("the scalar instruction set runs the scalar kernels")
     desc = avgpool.AveragePoolingDesc(**kwargs)
     assert _path_name(avgpool.explain(desc, shape, layout=layout, dtype="float64")) == path
     x = np.random.default_rng(5).uniform(-1, 1, shape)
-    got = avgpool.average_pool(x, desc, layout=layout)
-    want = _on("scalar", lambda: avgpool.average_pool(x, desc, layout=layout))
-    _close(got, want, TOL_SCALAR[np.float64], "float64 vs scalar")
+    x.flat[::7] = np.nan
+    for policy in ("propagate", "omit"):
+        d = avgpool.AveragePoolingDesc(**kwargs, nan_policy=policy)
+        got = avgpool.average_pool(x, d, layout=layout)
+        want = _on("scalar", lambda: avgpool.average_pool(x, d, layout=layout))
+        if path == "f64-direct":
+            np.testing.assert_array_equal(got, want)
+        else:
+            _close(got, want, TOL_SCALAR[np.float64], f"float64 {policy} vs scalar")
 
 
 def test_explain_empty_batch_runs_no_kernel():
@@ -333,7 +342,7 @@ def test_cli_explain(capsys):
     assert out.startswith(f"isa {_core.isa()}, layout NCHW, f32: ")
     assert main(["info", "--explain", "adaptive=1,1 shape=2,7,7,64 layout=NHWC dtype=float64"]) == 0
     assert _path_name(capsys.readouterr().out.strip()) == (
-        "scalar" if _core.isa() == "scalar" else "f64-separable")
+        "scalar" if _core.isa() == "scalar" else "f64-direct")
     assert main(["info", "--explain", "window=3,3 shape=1,1"]) == 2  # rank mismatch: an error
     assert "x/window_size: window_size has 2 entries" in capsys.readouterr().err
     assert main(["info", "--explain", "windw=3"]) == 2

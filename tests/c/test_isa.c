@@ -492,7 +492,7 @@ static int path_of(const tcase *c, char *line, size_t len) {
 /* Run case c (number ci) on every available instruction set: against the
  * float64 reference, and the SIMD ones against scalar. want_path >= 0: the
  * path every SIMD instruction set must take (f32 / f16 / bf16); WANT_F64:
- * float64's own path or the scalar one. */
+ * float64's own paths or the scalar one. */
 enum { WANT_F64 = -2 };
 static void check_case(const tcase *c, long ci, stats *st, int want_path) {
     char desc[512], line[512];
@@ -520,7 +520,8 @@ static void check_case(const tcase *c, long ci, stats *st, int want_path) {
         const int path = path_of(c, line, sizeof line);
         if (path >= 0) ++st[ii].by_path[path];
         if (want_path == WANT_F64 && ii > 0) /* paths.c: the column sums where they pay */
-            CHECK(path == AP_PATH_F64_SEPARABLE || path == AP_PATH_SCALAR,
+            CHECK(path == AP_PATH_F64_SEPARABLE || path == AP_PATH_F64_DIRECT ||
+                      path == AP_PATH_SCALAR,
                   "[%s] float64 case %ld takes %s: %s", tu_isas[ii], ci, line,
                   describe(c, desc, sizeof desc));
         if (want_path >= 0 && ii > 0)
@@ -808,7 +809,7 @@ static int path_cases(tcase *cases, int *paths) {
     return n;
 }
 
-/* Every path case on every dtype (float64 takes its own path, or the scalar one). */
+/* Every path case on every dtype (float64 takes its own paths, or the scalar one). */
 static void check_paths(stats *st) {
     tcase cases[32];
     int paths[32];
