@@ -103,7 +103,7 @@ static ap_status ap_operator_kernel(const ap_operator *op, const void *x, void *
     /* omit: the scalar kernels, the float64 ones and the box path skip NaN themselves */
     if (plan->nan_omit && plan->path != AP_PATH_SCALAR && plan->path != AP_PATH_SCALAR_FALLBACK &&
         plan->path != AP_PATH_F64_SEPARABLE && plan->path != AP_PATH_F64_DIRECT &&
-        !ap_box_counts_fit(plan))
+        plan->path != AP_PATH_F64_GLOBAL && !ap_box_counts_fit(plan))
         return ap_omit_run(plan, op->table, x, y);
     return op->kernel(plan, x, y);
 }

@@ -209,6 +209,13 @@ ap_path ap_choose_path(ap_plan *p, int lanes, char *why, size_t why_len) {
          * column a window moves past (the stride, about in / out for adaptive windows) and
          * kw along W */
         const int64_t sw = aw->stride > 0 ? aw->stride : (aw->in + aw->out - 1) / aw->out;
+        if (!nhwc && ap_is_global(p)) { /* torch's float64 mean of 7 x 7 planes took a fifth
+                                         * of the scalar kernels' time */
+            p->path = AP_PATH_F64_GLOBAL, p->reason = "float64, one window over each plane";
+            AP_WHY("float64: one window covers each plane of %lld x %lld x %lld: 8 interleaved "
+                   "partial sums", (long long)ad->in, (long long)ah->in, (long long)aw->in);
+            return p->path;
+        }
         /* Channels last where the column sums save no adds: the taps directly, channels in
          * vectors (Zen 5, 1 thread, against the column sums: 3 x 3 s2 p1 on 8x56x56x64 712 ->
          * 499 us; against the scalar kernels: 2 x 2 s2 on 1x256x256x64 3.3 -> 1.4 ms, global

@@ -41,7 +41,10 @@
       "rows, then along W, in plain C that the compiler vectorizes")                      \
     X(F64_DIRECT, "f64-direct",                                                            \
       "float64 channels last on a vector instruction set, windows whose column sums save "  \
-      "no adds: the taps summed in the scalar kernels' order, in vectors of channels")
+      "no adds: the taps summed in the scalar kernels' order, in vectors of channels")     \
+    X(F64_GLOBAL, "f64-global",                                                            \
+      "float64 channels first on a vector instruction set, one window over each plane: "    \
+      "8 interleaved partial sums")
 
 /* nhwc-direct lists a window's taps in an array of this many pointers. */
 #define AP_NHWC_MAX_TAPS 64

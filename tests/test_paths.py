@@ -257,7 +257,7 @@ def test_path_is_named_and_matches_scalar(case_id):
     _close(scalar64, ref, TOL_REF[np.float64], "scalar float64")
     for name in SIMD:
         line = _on(name, lambda: avgpool.explain(desc, shape, layout=layout, dtype="float64"))
-        assert _path_name(line) in ("f64-separable", "f64-direct", "scalar"), line
+        assert _path_name(line) in ("f64-separable", "f64-direct", "f64-global", "scalar"), line
         got = _on(name, lambda: _pool(case, x64))
         _close(got, scalar64, TOL_SCALAR[np.float64], f"{name} float64 vs scalar")
         _close(got, ref, TOL_REF[np.float64], f"{name} float64")
@@ -268,7 +268,11 @@ def test_path_is_named_and_matches_scalar(case_id):
     ("NCHW", (1, 2, 9, 16), dict(window_size=(2, 2), strides=(2, 2)), "f64-separable"),
     ("NCHW", (1, 2, 40, 15), dict(window_size=(3, 3), start_padding=(1, 1),
                                   end_padding=(1, 1)), "scalar"),
-    ("NCHW", (2, 3, 7, 7), dict(window_size=(7, 7)), "scalar"),
+    ("NCHW", (2, 3, 7, 7), dict(window_size=(5, 7)), "scalar"),
+    # one window over each plane: 8 interleaved partial sums
+    ("NCHW", (2, 3, 7, 7), dict(window_size=(7, 7)), "f64-global"),
+    ("NCHW", (2, 3, 2, 61), dict(window_size=(4, 63), start_padding=(1, 1), end_padding=(1, 1),
+                                 include_padding=True), "f64-global"),
     # channels last: column sums where they take fewer adds than the taps (kd kh * stride +
     # kw < kd kh kw), else the taps directly (f64-direct, the scalar kernels' order)
     ("NHWC", (1, 5, 5, 8), dict(window_size=(2, 3)), "f64-separable"),

@@ -521,7 +521,7 @@ static void check_case(const tcase *c, long ci, stats *st, int want_path) {
         if (path >= 0) ++st[ii].by_path[path];
         if (want_path == WANT_F64 && ii > 0) /* paths.c: the column sums where they pay */
             CHECK(path == AP_PATH_F64_SEPARABLE || path == AP_PATH_F64_DIRECT ||
-                      path == AP_PATH_SCALAR,
+                      path == AP_PATH_F64_GLOBAL || path == AP_PATH_SCALAR,
                   "[%s] float64 case %ld takes %s: %s", tu_isas[ii], ci, line,
                   describe(c, desc, sizeof desc));
         if (want_path >= 0 && ii > 0)
