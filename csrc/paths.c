@@ -217,13 +217,13 @@ ap_path ap_choose_path(ap_plan *p, int lanes, char *why, size_t why_len) {
             return p->path;
         }
         /* Channels last where the column sums save no adds: the taps directly, channels in
-         * vectors (Zen 5, 1 thread, against the column sums: 3 x 3 s2 p1 on 8x56x56x64 712 ->
-         * 499 us; against the scalar kernels: 2 x 2 s2 on 1x256x256x64 3.3 -> 1.4 ms, global
-         * on 32x7x7x512 127 -> 97 us, through the column sums). Channels first on rows of fewer than 16
-         * values (whose per-row cost the column sums do not carry: global 7 x 7 on
-         * 32x512x7x7 2.2x slower through them, 2 x 2 s2 on 14 x 14 planes 1.1x): the scalar
-         * kernels. Decided by the shape only, not the batch or the channels (tiles and
-         * channel chunks keep the whole call's sums). */
+         * vectors (Zen 5, 1 thread: 3 x 3 s2 p1 on 8x56x56x64 712 -> 499 us and global on
+         * 32x7x7x512 127 -> 97 us against the column sums; 2 x 2 s2 on 1x256x256x64 3.3 ->
+         * 1.4 ms against the scalar kernels). Channels first on other rows of fewer than 16
+         * values (whose per-row cost the column sums do not carry: 2 x 2 s2 on 14 x 14
+         * planes 1.1x slower through them): the scalar kernels. Decided by the shape only,
+         * not the batch or the channels (tiles and channel chunks keep the whole call's
+         * sums). */
         if (nhwc && kdh * sw + aw->window >= kdh * aw->window) {
             p->path = AP_PATH_F64_DIRECT, p->reason = "float64, taps summed directly";
             AP_WHY("float64: column sums would take %lld + %lld adds per output against %lld "

@@ -942,8 +942,8 @@ int main(int argc, char **argv) {
          * scalar instruction set's own */
         if (i > 0 && only < 0 && ncases >= 2000)
             for (int pth = 0; pth < AP_PATH_COUNT; ++pth)
-                CHECK(pth == AP_PATH_SCALAR || t->by_path[pth] > 0, "[%s] no random case took path %s", tu_isas[i],
-                      PATH_NAMES[pth]);
+                CHECK(pth == AP_PATH_SCALAR || t->by_path[pth] > 0,
+                      "[%s] no random case took path %s", tu_isas[i], PATH_NAMES[pth]);
     }
     printf("ISA paths compared with scalar:");
     for (int i = 1; i < TU_N_ISAS; ++i)
