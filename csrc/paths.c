@@ -204,11 +204,14 @@ ap_path ap_choose_path(ap_plan *p, int lanes, char *why, size_t why_len) {
     }
     if (p->dtype == AP_DTYPE_F64) {
         const int nhwc = p->layout == AP_LAYOUT_NHWC;
-        const int64_t n = aw->in * (nhwc ? p->channels : 1), kdh = ad->window * ah->window;
+        const int64_t n = aw->in * (nhwc ? p->channels : 1);
         /* adds per output: kd kh kw taps directly; by column sums, kd kh for each input
          * column a window moves past (the stride, about in / out for adaptive windows) and
-         * kw along W */
-        const int64_t sw = aw->stride > 0 ? aw->stride : (aw->in + aw->out - 1) / aw->out;
+         * kw along W (in double: windows and strides may be huge, their products past int64) */
+        const double kdh = (double)ad->window * (double)ah->window, kw = (double)aw->window;
+        const double sw = aw->stride > 0 ? (double)aw->stride
+                                         : (double)((aw->in + aw->out - 1) / aw->out);
+        const double via_cols = kdh * sw + kw, taps = kdh * kw;
         if (!nhwc && ap_is_global(p)) { /* torch's float64 mean of 7 x 7 planes took a fifth
                                          * of the scalar kernels' time */
             p->path = AP_PATH_F64_GLOBAL, p->reason = "float64, one window over each plane";
@@ -224,11 +227,10 @@ ap_path ap_choose_path(ap_plan *p, int lanes, char *why, size_t why_len) {
          * planes 1.1x slower through them): the scalar kernels. Decided by the shape only,
          * not the batch or the channels (tiles and channel chunks keep the whole call's
          * sums). */
-        if (nhwc && kdh * sw + aw->window >= kdh * aw->window) {
+        if (nhwc && via_cols >= taps) {
             p->path = AP_PATH_F64_DIRECT, p->reason = "float64, taps summed directly";
-            AP_WHY("float64: column sums would take %lld + %lld adds per output against %lld "
-                   "taps: the taps summed directly, channels in vectors",
-                   (long long)(kdh * sw), (long long)aw->window, (long long)(kdh * aw->window));
+            AP_WHY("float64: column sums would take %.0f adds per output against %.0f taps: "
+                   "the taps summed directly, channels in vectors", via_cols, taps);
             return p->path;
         }
         if (!nhwc && aw->in < 16) {
@@ -245,9 +247,9 @@ ap_path ap_choose_path(ap_plan *p, int lanes, char *why, size_t why_len) {
         }
         p->path = AP_PATH_F64_SEPARABLE, p->reason = "float64, column sums";
         AP_WHY("float64: column sums over the window's %lld x %lld rows, then windows of %lld "
-               "along W (%lld + %lld adds per output against %lld taps)",
-               (long long)ad->window, (long long)ah->window, (long long)aw->window,
-               (long long)(kdh * sw), (long long)aw->window, (long long)(kdh * aw->window));
+               "along W (%.0f adds per output against %.0f taps)",
+               (long long)ad->window, (long long)ah->window, (long long)aw->window, via_cols,
+               taps);
         return p->path;
     }
     /* Row buffer: input position q lives at buf[row_off + q]; uniform

@@ -1212,6 +1212,20 @@ static int core_bugs(void) {
         ap_adaptive_desc a7 = adaptive(3, 1, 1, 1);
         int64_t out7[3];
         CHECK_STATUS(ap_adaptive_output_sizes(&a7, &t, out7), AP_ERR_TENSOR_SIZE);
+        /* 8. paths.c, float64's rule: the adds of the column sums, the window's rows
+         * times the stride along W, overflowed int64 (UB) for a window 2^40 rows tall at
+         * a stride of 2^40 (found by libFuzzer); now counted in double. Such a window,
+         * padded 2^40 - 1 rows before a 1 x 1 image, holds one valid tap: the mean is x. */
+        t = tensor(1, 2, 2, 1, 1, 0, AP_LAYOUT_NHWC);
+        const int64_t w8[2] = {INT64_C(1) << 40, 1};
+        ap_pool_desc_init(&d, 2, w8);
+        d.strides[1] = INT64_C(1) << 40, d.start_padding[0] = (INT64_C(1) << 40) - 1;
+        double x8[2] = {7, -3}, y8[2] = {0, 0};
+        char line8[256];
+        CHECK_STATUS(ap_explain_pool(&d, &t, AP_DTYPE_F64, line8, sizeof line8), AP_OK);
+        CHECK_STATUS(ap_avgpool_f64(&d, &t, x8, y8, 1), AP_OK);
+        CHECK(y8[0] == 7 && y8[1] == -3, "[%s] float64, window rows x stride past int64: %g %g, "
+              "expected 7 -3", cur_isa, y8[0], y8[1]);
     }
     ap_set_isa("auto");
     return tu_exit("test_api --core-bugs");
