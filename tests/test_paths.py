@@ -387,6 +387,39 @@ def test_streamed_output(monkeypatch, layout, shape, window, strides, pad):
     np.testing.assert_allclose(streamed, want, rtol=TOL_REF[np.float32], atol=1e-6)
 
 
+@pytest.mark.parametrize("shape,window,strides", [
+    ((2, 16, 20, 32), (2, 2), (2, 2)),        # bands start on whole lines
+    ((1, 32, 14, 512), (2, 2), (2, 2)),       # bands of 9 rows of 7: starts inside a line
+    ((1, 6, 16, 24, 40), (2, 2, 2), (2, 2, 2)),  # 40 channels: a vector and a part, 3-D
+])
+def test_streamed_channels_first_output(monkeypatch, isa, shape, window, strides):
+    """nhwc-direct into a channels-first output (compile_operator's output_layout) with
+    streaming stores: whole VL x VL blocks of a band transposed in registers and streamed from
+    the band's first vector-aligned position on, the positions before it and after the last
+    whole block and the channels past the last whole vector one by one. The same bits as the
+    plain stores' transposes and as the channels-last result transposed, at 1 and 2 threads,
+    and the float64 reference."""
+    x = _aligned(np.random.default_rng(sum(shape)).standard_normal(shape).astype(np.float32))
+    desc = avgpool.AveragePoolingDesc(window, strides)
+    assert ": nhwc-direct" in avgpool.explain(desc, shape, layout="NHWC") or isa == "scalar"
+    cl = avgpool.compile_operator(desc, shape, np.float32, layout="NHWC")
+    op = avgpool.compile_operator(desc, shape, np.float32, layout="NHWC", output_layout="NCHW")
+    assert (int(np.prod(op.output_shape[2:])) * 4) % 64 == 0  # each channel's plane whole lines
+    want = _other_layout(cl(x), "NHWC")
+    plain, streamed = _aligned_empty(op.output_shape, np.float32), _aligned_empty(
+        op.output_shape, np.float32)
+    streamed[...] = np.nan  # written once: its pages are in memory (fresh ones take plain stores)
+    op(x, out=plain)
+    monkeypatch.setenv("AVGPOOL_STREAM_BYTES", "0")
+    for threads in (1, 2):
+        avgpool.compile_operator(desc, shape, np.float32, layout="NHWC", output_layout="NCHW",
+                                 num_threads=threads)(x, out=streamed)
+        assert streamed.tobytes() == plain.tobytes() == want.tobytes()
+    ref = _other_layout(ref_average_pool(x.astype(np.float64), window, strides,
+                                         layout="NHWC"), "NHWC")
+    np.testing.assert_allclose(streamed, ref, rtol=TOL_REF[np.float32], atol=1e-6)
+
+
 def _misaligned_copies(x):
     """(offset, a copy of x starting offset elements past a 64-byte boundary), offsets 1-15."""
     n = x.size

@@ -44,6 +44,14 @@ static inline float v_hsum(vf v) { return vaddvq_f32(v); }
 static inline vf v_even(vf a, vf b) { return vuzp1q_f32(a, b); }
 /* Odd lanes of the concatenation (a, b): the second tap of each stride-2 window. */
 static inline vf v_odd(vf a, vf b) { return vuzp2q_f32(a, b); }
+/* r[i][j] <-> r[j][i]: a 4 x 4 block in registers. */
+static inline void v_transpose(vf r[VL]) {
+    const float32x4x2_t a = vtrnq_f32(r[0], r[1]), b = vtrnq_f32(r[2], r[3]);
+    r[0] = vcombine_f32(vget_low_f32(a.val[0]), vget_low_f32(b.val[0]));
+    r[1] = vcombine_f32(vget_low_f32(a.val[1]), vget_low_f32(b.val[1]));
+    r[2] = vcombine_f32(vget_high_f32(a.val[0]), vget_high_f32(b.val[0]));
+    r[3] = vcombine_f32(vget_high_f32(a.val[1]), vget_high_f32(b.val[1]));
+}
 static inline vi vi_loadu(const int32_t *p) { return vld1q_s32(p); }
 /* Lane i of the result: lane idx[i] of the 2 VL lanes a then b (0 <= idx[i] < 2 VL): a
  * byte table lookup, lane j's bytes at 4 j .. 4 j + 3. */
