@@ -359,8 +359,7 @@ ap_status ap_omit_run(const ap_plan *p, const ap_kernel_table *table, const void
         j.items = (units + j.group - 1) / j.group;
     }
     const int64_t work = units * j.unit_in;
-    int nt = ap_threads_for(p, work);
-    if (nt > j.items) nt = (int)j.items;
+    const int nt = ap_threads_for(p, j.items, work);
     j.chunk = ap_chunk_size(j.items, nt, work);
     ap_parallel(nt, ap_omit_work, &j);
     return j.failed ? j.status : AP_OK;

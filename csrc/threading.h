@@ -28,15 +28,17 @@ static inline int ap_threads_within(int most, int64_t work_elems) {
     return t < most ? (int)t : most;
 }
 
-static inline int ap_threads_for(const ap_plan *plan, int64_t work_elems) {
-    return ap_threads_within(plan->num_threads, work_elems);
-}
-
 /* nt, but no more than the call's work items: a thread without one would still be woken, and
  * set up a path's buffers, while the call waits for it (box 7 x 7 on 1x28x28x256 channels
  * last, one item: 152 us on 1 thread, 191 on 2). */
 static inline int ap_threads_cap(int nt, int64_t items) {
     return items > 0 && items < nt ? (int)items : nt;
+}
+
+/* The threads of a plan's call that splits work_elems elements of input into `items` work
+ * items (rows, planes, bands): ap_threads_within the plan's count, capped at the items. */
+static inline int ap_threads_for(const ap_plan *plan, int64_t items, int64_t work_elems) {
+    return ap_threads_cap(ap_threads_within(plan->num_threads, work_elems), items);
 }
 
 /* Elements of input that a chunk carries at least, up to 8 chunks per
