@@ -123,6 +123,10 @@ def test_torch_section_times_both_libraries_and_checks_agreement(monkeypatch):
             assert r[key] > 0
     table = _bench_torch.format_torch_table(result)
     assert "bwd vs best" in table and "3x3s2p1-2x8x20x20" in table
+    # --cases picks rows here too
+    only = _bench_torch.run_torch(1, quick=True, cases="adaptive")
+    assert [(r["case"], r["format"]) for r in only["rows"]] == [
+        ("adaptive-2x8x9x9-4x4", "NCHW"), ("adaptive-2x8x9x9-4x4", "channels_last")]
 
 
 @functools.lru_cache(maxsize=None)

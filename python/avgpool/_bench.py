@@ -833,7 +833,11 @@ def main(args) -> int:
     if getattr(args, "torch", False):
         from . import _bench_torch
 
-        result = _bench_torch.run_torch(args.threads or os.cpu_count() or 1, quick=args.quick)
+        if not any(args.cases in c[0] for c in _bench_torch.TORCH_CASES):
+            print(f"no case matches {args.cases!r}", file=sys.stderr)
+            return 2
+        result = _bench_torch.run_torch(args.threads or os.cpu_count() or 1, quick=args.quick,
+                                        cases=args.cases)
         print(_bench_torch.format_torch_table(result))
         if args.json:
             with open(args.json, "w") as f:

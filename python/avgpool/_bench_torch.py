@@ -50,16 +50,17 @@ def _plain_call(name: str, args: Tuple[Any, ...], x: Any, channels_last: bool) -
     return lambda: avgpool.average_pool(a, desc, layout=layout)
 
 
-def run_torch(threads: int, quick: bool = False) -> Dict[str, Any]:
-    """Time every case at `threads` threads for both libraries (torch's own thread count and
-    AVGPOOL_NUM_THREADS are set for the run and restored after it)."""
+def run_torch(threads: int, quick: bool = False, cases: str = "") -> Dict[str, Any]:
+    """Time every case (those whose id contains `cases`, when given) at `threads` threads for
+    both libraries (torch's own thread count and AVGPOOL_NUM_THREADS are set for the run and
+    restored after it)."""
     import torch
 
     before = torch.get_num_threads(), os.environ.get("AVGPOOL_NUM_THREADS")
     torch.set_num_threads(threads)
     os.environ["AVGPOOL_NUM_THREADS"] = str(threads)
     try:
-        return _run_torch(threads, quick)
+        return _run_torch(threads, quick, cases)
     finally:
         torch.set_num_threads(before[0])
         if before[1] is None:
@@ -68,14 +69,14 @@ def run_torch(threads: int, quick: bool = False) -> Dict[str, Any]:
             os.environ["AVGPOOL_NUM_THREADS"] = before[1]
 
 
-def _run_torch(threads: int, quick: bool) -> Dict[str, Any]:
+def _run_torch(threads: int, quick: bool, cases: str) -> Dict[str, Any]:
     import torch
 
     import avgpool.torch as apt
 
     budget = 0.15 if quick else 0.5
     rows = []
-    for cid, shape, name, args in TORCH_CASES:
+    for cid, shape, name, args in [c for c in TORCH_CASES if cases in c[0]]:
         for fmt in ("NCHW", "channels_last"):
             x = torch.tensor(np.random.default_rng(0).standard_normal(shape), dtype=torch.float32)
             if fmt == "channels_last":
