@@ -75,7 +75,7 @@ static void ap_omit_split(const ap_omit_ctx *c, int64_t lo, int64_t hi) {
 }
 
 /* A window's omit-mean: sum over its non-NaN taps, m its NaN taps, divisor
- * and taps its divisor and valid taps (as ap_mean_ of scalar_impl.inc). */
+ * and taps its divisor and valid taps (as ap_mean_float, kernels.h). */
 static inline float ap_omit_mean(const ap_plan *p, float sum, float m, double divisor,
                                  double taps) {
     const float d = p->divisor_override != 0 ? (float)p->divisor_override

@@ -7,8 +7,27 @@
 #ifndef AP_KERNELS_H
 #define AP_KERNELS_H
 
+#include <math.h>
+
 #include "../isa.h"
 #include "../plan.h"
+
+/* The mean of a window (docs/semantics.md): sum over its counted taps, count its divisor;
+ * nan_omit: `nans` of its `taps` valid taps were NaN and left both, and a window with fewer
+ * than min_count valid values is NaN. ap_mean_float and ap_mean_double, for the scalar
+ * kernels' accumulators and the float64 vector paths. */
+#define AP_DEFINE_MEAN_(ACC)                                                                 \
+    static inline ACC ap_mean_##ACC(const ap_plan *p, ACC sum, int64_t count, int64_t taps,  \
+                                    int64_t nans) {                                          \
+        if (p->nan_omit && taps - nans < p->min_count) return (ACC)NAN;                      \
+        if (p->divisor_override != 0) return sum / (ACC)p->divisor_override;                 \
+        count -= nans;                                                                       \
+        if (count == 0) return (ACC)NAN; /* empty window */                                  \
+        return sum / (ACC)count;                                                             \
+    }
+AP_DEFINE_MEAN_(float)
+AP_DEFINE_MEAN_(double)
+#undef AP_DEFINE_MEAN_
 
 typedef ap_status (*ap_kernel_fn)(const ap_plan *plan, const void *x, void *y);
 
