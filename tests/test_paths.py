@@ -412,6 +412,7 @@ def test_streamed_channels_first_output(monkeypatch, isa, shape, window, strides
     op(x, out=plain)
     monkeypatch.setenv("AVGPOOL_STREAM_BYTES", "0")
     for threads in (1, 2):
+        streamed[...] = np.nan
         avgpool.compile_operator(desc, shape, np.float32, layout="NHWC", output_layout="NCHW",
                                  num_threads=threads)(x, out=streamed)
         assert streamed.tobytes() == plain.tobytes() == want.tobytes()
