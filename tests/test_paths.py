@@ -37,6 +37,10 @@ CASES = {
     "global-nhwc-adaptive": ("global", "NHWC", (1, 5, 7, 6, 70), None, (1, 1, 1)),
     "same-flat": ("same-flat", "NCHW", (1, 2, 10, 12),
                   dict(window_size=(3, 3), start_padding=(1, 1), end_padding=(1, 1)), None),
+    "same-flat-5x5": ("same-flat", "NCHW", (1, 2, 9, 11),   # border columns summed in a loop
+                      dict(window_size=(5, 5), start_padding=(2, 2), end_padding=(2, 2)), None),
+    "same-flat-w3": ("same-flat", "NCHW", (1, 3, 6, 3),     # 3 wide on 3 columns: one inside
+                     dict(window_size=(3, 3), start_padding=(1, 1), end_padding=(1, 1)), None),
     "same-flat-depth1": ("same-flat", "NCHW", (1, 3, 1, 9, 17),
                          dict(window_size=(1, 5, 3), start_padding=(0, 2, 1),
                               end_padding=(0, 2, 1), include_padding=True), None),
