@@ -439,12 +439,16 @@ def _misaligned_copies(x):
     ((2, 7, 9, 48), (3, 3), (2, 2), 1),
     ((1, 6, 8, 64), (2, 2), (2, 2), 0),
     ((1, 9, 9, 32), (3, 3), (1, 1), 1),      # taps read from a row of column sums
+    ((1, 6, 8, 128), (2, 2), (2, 2), 0),     # 8 vectors of 16 lanes: realigned
+    ((1, 7, 9, 256), (3, 3), (2, 2), 1),     # realigned, columns shared by blocks of windows
+    ((1, 5, 6, 128), (3, 3), (1, 1), 1),
 ])
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_nhwc_direct_misaligned_input(shape, window, strides, pad, dtype):
-    """nhwc-direct with C a whole number of vectors reads an input that starts inside a
-    vector's span (numpy's large arrays: 16 bytes past a page) with a masked head first, then
-    aligned loads: every start offset gives the bits of the aligned input and the reference."""
+    """nhwc-direct reads an input that starts inside a vector's span (numpy's large arrays: 16
+    bytes past a page): with split loads, or, for C of at least 8 whole vectors, a masked head
+    of channels first, then aligned loads. Every start offset gives the bits of the aligned
+    input and the reference."""
     desc = avgpool.AveragePoolingDesc(window, strides, (pad, pad), (pad, pad))
     assert ": nhwc-direct" in avgpool.explain(desc, shape, layout="NHWC") or _core.isa() == "scalar"
     x = _aligned(np.random.default_rng(sum(shape)).uniform(-1, 1, shape).astype(dtype))
