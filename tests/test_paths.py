@@ -118,10 +118,10 @@ CASES = {
     "nhwc-direct-cols-s2": ("nhwc-direct", "NHWC", (2, 9, 23, 40),
                             dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 1),
                                  end_padding=(1, 1)), None),
-    # a 2 x 4 window at stride 1: over a row of column sums; stride 3 (no overlap): over the
-    # input
-    "nhwc-direct-rowsums": ("nhwc-direct", "NHWC", (1, 8, 9, 41),
-                            dict(window_size=(2, 4), start_padding=(0, 1), end_padding=(1, 2),
+    # a 4 x 4 window at stride 1: over a row of column sums (a run of 10 full windows along W
+    # in one call); stride 3 (no overlap): over the input
+    "nhwc-direct-rowsums": ("nhwc-direct", "NHWC", (1, 8, 14, 41),
+                            dict(window_size=(4, 4), start_padding=(0, 1), end_padding=(1, 2),
                                  include_padding=True), None),
     "nhwc-direct-input": ("nhwc-direct", "NHWC", (2, 10, 11, 37),
                           dict(window_size=(3, 3), strides=(3, 3), start_padding=(1, 1),
@@ -341,6 +341,21 @@ def test_stride2_windows_3_wide_sum_by_columns_at_any_channel_count(channels):
     assert "by columns shared by 4 outputs along W" in line, line
 
 
+@pytest.mark.parametrize("case_id,how", [
+    ("nhwc-direct", "by columns shared by 4 outputs along W"),
+    ("nhwc-direct-rowsums", "of a row of column sums"),
+    ("nhwc-direct-input", "summed over the taps of the input)"),
+    ("nhwc-direct-2x2", "summed over the taps of the input)"),
+])
+def test_nhwc_direct_cases_take_their_variant(case_id, how):
+    """The nhwc-direct path cases above cover each way it sums a window (explain names it)."""
+    case = CASES[case_id]
+    if _core.isa() == "scalar":
+        pytest.skip("the scalar kernels sum every window tap by tap")
+    line = avgpool.explain(_desc(case), case[2], layout=case[1])
+    assert how in line, line
+
+
 def test_cli_explain(capsys):
     from avgpool.__main__ import main
 
@@ -438,7 +453,7 @@ def _misaligned_copies(x):
     ((1, 9, 11, 32), (3, 3), (1, 1), 1),     # taps read from the input
     ((2, 7, 9, 48), (3, 3), (2, 2), 1),
     ((1, 6, 8, 64), (2, 2), (2, 2), 0),
-    ((1, 9, 9, 32), (3, 3), (1, 1), 1),      # taps read from a row of column sums
+    ((1, 9, 12, 32), (4, 4), (1, 1), 1),     # taps read from a row of column sums
     ((1, 6, 8, 128), (2, 2), (2, 2), 0),     # 8 vectors of 16 lanes: realigned
     ((1, 7, 9, 256), (3, 3), (2, 2), 1),     # realigned, columns shared by blocks of windows
     ((1, 5, 6, 128), (3, 3), (1, 1), 1),
