@@ -148,6 +148,19 @@ cdef cnp.ndarray _new_array(int nd, cnp.npy_intp *dims, int typenum, bint cached
     return y
 
 
+cdef extern from *:
+    """
+    int64_t ap_stream_bytes(void); /* csrc/dispatch.c */
+    """
+    int64_t ap_stream_bytes()
+
+
+def stream_bytes():
+    """Bytes moved (input read + output written) past which float32 outputs are written with
+    streaming stores: AVGPOOL_STREAM_BYTES, else the last-level cache's size."""
+    return ap_stream_bytes()
+
+
 def output_cache_info():
     """(blocks, bytes) kept by output_cache.h now, and the limit in bytes."""
     return ap_output_cache_blocks(), ap_output_cache_bytes(), ap_output_cache_limit()

@@ -372,6 +372,38 @@ def test_cli_explain(capsys):
     assert "unknown key 'windw'" in capsys.readouterr().err
 
 
+def _sysfs_l3_bytes():
+    """The level-3 cache of CPU 0 as Linux's sysfs describes it, or None."""
+    import glob
+
+    for d in sorted(glob.glob("/sys/devices/system/cpu/cpu0/cache/index*")):
+        try:
+            with open(f"{d}/level") as f:
+                if f.read().strip() != "3":
+                    continue
+            with open(f"{d}/size") as f:
+                text = f.read().strip()
+        except OSError:
+            return None
+        unit = {"K": 1 << 10, "M": 1 << 20}.get(text[-1:], 1)
+        return int(text.rstrip("KM")) * unit
+    return None
+
+
+@pytest.mark.one_path
+def test_stream_threshold_is_the_last_level_cache(monkeypatch):
+    """Outputs stream past AVGPOOL_STREAM_BYTES when set (read on each call), else past the
+    level-3 cache's size as sysfs gives it on Linux (sysconf's can be the whole host's)."""
+    monkeypatch.setenv("AVGPOOL_STREAM_BYTES", "12345")
+    assert avgpool.info()["stream_bytes"] == 12345
+    monkeypatch.delenv("AVGPOOL_STREAM_BYTES")
+    l3 = _sysfs_l3_bytes()
+    if l3 is None:
+        assert avgpool.info()["stream_bytes"] > 0
+    else:
+        assert avgpool.info()["stream_bytes"] == l3
+
+
 @pytest.mark.parametrize("layout,shape,window,strides,pad", [
     ("NCHW", (2, 3, 64, 64), (2, 2), (2, 2), 0),     # 32 outputs a row: two 64-byte lines
     ("NCHW", (1, 4, 6, 448), (2, 2), (2, 2), 0),     # 224: the big bench case's row

@@ -91,8 +91,10 @@ def get_cmake_dir() -> str:
 
 def info() -> dict[str, str | bool | int]:
     """Version, build (compiler, flags, kernels compiled in), the kernel instruction set in use,
-    the thread settings and the output cache (bytes of dead outputs kept for reuse, and the
-    most it keeps: ``AVGPOOL_OUTPUT_CACHE_BYTES``)."""
+    the thread settings, the output cache (bytes of dead outputs kept for reuse, and the
+    most it keeps: ``AVGPOOL_OUTPUT_CACHE_BYTES``) and the bytes a call moves past which it
+    streams its output to memory (``AVGPOOL_STREAM_BYTES``, else the last-level cache's
+    size)."""
     import os
 
     _, kept, limit = _core.output_cache_info()
@@ -109,6 +111,7 @@ def info() -> dict[str, str | bool | int]:
         "AVGPOOL_THREAD_POOL": os.environ.get("AVGPOOL_THREAD_POOL", ""),
         "output_cache_bytes": kept,
         "output_cache_limit": limit,
+        "stream_bytes": _core.stream_bytes(),
     }
 
 
