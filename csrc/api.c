@@ -100,11 +100,7 @@ static ap_status ap_plan_pool_as_run(ap_plan *plan, const ap_pool_desc *desc,
  * the other one itself (plan->out_channels_first). */
 static ap_status ap_operator_kernel(const ap_operator *op, const void *x, void *y) {
     const ap_plan *plan = &op->plan;
-    /* omit: the scalar kernels, the float64 ones and the box path skip NaN themselves */
-    if (plan->nan_omit && plan->path != AP_PATH_SCALAR && plan->path != AP_PATH_SCALAR_FALLBACK &&
-        plan->path != AP_PATH_F64_SEPARABLE && plan->path != AP_PATH_F64_DIRECT &&
-        plan->path != AP_PATH_F64_GLOBAL && !ap_box_counts_fit(plan))
-        return ap_omit_run(plan, op->table, x, y);
+    if (plan->nan_omit && !ap_plan_skips_nan(plan)) return ap_omit_run(plan, op->table, x, y);
     return op->kernel(plan, x, y);
 }
 
@@ -444,7 +440,7 @@ static ap_status ap_explain(ap_plan *plan, ap_status planned, ap_dtype dtype, in
         return isa_status;
     }
     static const char *const dtypes[4] = {"f32", "f64", "f16", "bf16"};
-#define AP_PATH_NAME_(suffix, name, when) name,
+#define AP_PATH_NAME_(suffix, name, skips_nan, when) name,
     static const char *const names[AP_PATH_COUNT] = {AP_PATHS(AP_PATH_NAME_)};
 #undef AP_PATH_NAME_
     char why[320];

@@ -149,6 +149,12 @@ static inline int ap_box_counts_fit(const ap_plan *p) {
            (AP_BOX_SEGMENT + kw + 1) * kh * kd < (INT64_C(1) << (53 - 2 * AP_BOX_FIELD_BITS));
 }
 
+/* Whether the plan's kernels leave NaN out themselves under AP_NAN_OMIT; else the
+ * call runs through ap_omit_run (nan_omit.c). */
+static inline int ap_plan_skips_nan(const ap_plan *p) {
+    return ap_path_skips_nan(p->path) && (p->path != AP_PATH_BOX || ap_box_counts_fit(p));
+}
+
 /* Overflow-checked int64 arithmetic: return 0 and store the result, or
  * return 1 on overflow. */
 static inline int ap_mul_overflow(int64_t a, int64_t b, int64_t *r) {

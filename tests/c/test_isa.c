@@ -469,7 +469,7 @@ static ap_status run_case(const tcase *c, const void *x, void *y) {
 
 /* ---- kernel paths (csrc/paths.h) ------------------------------------------------------ */
 
-#define PATH_NAME_(suffix, name, when) name,
+#define PATH_NAME_(suffix, name, skips_nan, when) name,
 static const char *const PATH_NAMES[AP_PATH_COUNT] = {AP_PATHS(PATH_NAME_)};
 #undef PATH_NAME_
 
