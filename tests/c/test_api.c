@@ -1226,6 +1226,18 @@ static int core_bugs(void) {
         CHECK_STATUS(ap_avgpool_f64(&d, &t, x8, y8, 1), AP_OK);
         CHECK(y8[0] == 7 && y8[1] == -3, "[%s] float64, window rows x stride past int64: %g %g, "
               "expected 7 -3", cur_isa, y8[0], y8[1]);
+        /* 9. simd_nhwc_direct.inc: a row's run of full windows is summed in one call
+         * with the step stride * C along W, which was computed for a lone window too
+         * and overflowed int64 (UB) for a stride of 2^62 over 5 channels (found by
+         * libFuzzer). 1-D, W = 2, window 1 at stride 2^62: one output, x's first
+         * position. */
+        t = tensor(1, 5, 1, 2, 0, 0, AP_LAYOUT_NHWC);
+        d = pool(1, 1, INT64_C(1) << 62, 0, 0);
+        float x9[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, y9[5] = {0, 0, 0, 0, 0};
+        CHECK_STATUS(ap_avgpool_f32(&d, &t, x9, y9, 1), AP_OK);
+        for (int e = 0; e < 5; ++e)
+            CHECK(y9[e] == x9[e], "[%s] stride 2^62 over 5 channels: y[%d] = %g, expected %g",
+                  cur_isa, e, y9[e], x9[e]);
     }
     ap_set_isa("auto");
     return tu_exit("test_api --core-bugs");
