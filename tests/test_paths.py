@@ -482,8 +482,9 @@ def _misaligned_copies(x):
 
 
 @pytest.mark.parametrize("shape,window,strides,pad", [
-    ((1, 9, 11, 32), (3, 3), (1, 1), 1),     # taps read from the input
+    ((1, 9, 11, 32), (3, 3), (1, 1), 1),     # columns shared by blocks of windows
     ((2, 7, 9, 48), (3, 3), (2, 2), 1),
+    ((2, 7, 9, 48), (3, 3), (3, 3), 1),      # taps read from the input
     ((1, 6, 8, 64), (2, 2), (2, 2), 0),
     ((1, 9, 12, 32), (4, 4), (1, 1), 1),     # taps read from a row of column sums
     ((1, 6, 8, 128), (2, 2), (2, 2), 0),     # 8 vectors of 16 lanes: realigned
