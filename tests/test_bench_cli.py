@@ -130,16 +130,16 @@ def test_torch_section_times_both_libraries_and_checks_agreement(monkeypatch):
 
 
 @functools.lru_cache(maxsize=None)
-def _scale_out_run():
+def _scale_out_run(cases=""):
     """bench --scale-out on a 768 x 768 raster in 256 x 256 chunks (9 chunks, so halos cross
-    chunks), once for the session (the isa fixture repeats the test below)."""
+    chunks), once for the session (the isa fixture repeats the tests below)."""
     pytest.importorskip("distributed")  # a test extra: CI installs it
     from avgpool import _bench_scale
 
     before = _bench_scale.CHUNK
     _bench_scale.CHUNK = 256
     try:
-        return _bench_scale.run_scale_out(768 * 768 * 4 / 2**30, timeout_s=120)
+        return _bench_scale.run_scale_out(768 * 768 * 4 / 2**30, timeout_s=120, cases=cases)
     finally:
         _bench_scale.CHUNK = before
 
@@ -163,6 +163,18 @@ def test_scale_out_section_runs_every_method_and_checks_agreement():
     assert all(r["equal_to_xarray"] for r in result["rows"] if r["method"].startswith("avgpool"))
     table = _bench_scale.format_scale_table(result)
     assert "equal to xarray's" in table and "768 x 768" in table
+
+
+def test_scale_out_cases_picks_the_methods_of_matching_cases(capsys):
+    from avgpool.__main__ import main
+
+    assert main(["bench", "--scale-out", "--cases", "median"]) == 2  # before any cluster starts
+    assert "no case matches 'median'" in capsys.readouterr().err
+    result = _scale_out_run("coarsen")
+    assert [r["method"] for r in result["rows"]] == [
+        "floor: read, [::2, ::2], write", "avgpool.xarray.coarsen_mean",
+        "xarray coarsen().mean()"]
+    assert result["rows"][1]["equal_to_xarray"]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16"])

@@ -27,7 +27,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                        help="threads for avgpool and every peer (default: all cores)")
     bench.add_argument("--quick", action="store_true", help="fewer repeats, no out-of-cache case")
     bench.add_argument("--cases", default="", metavar="SUBSTR",
-                       help="only cases whose id contains SUBSTR (--torch too)")
+                       help="only cases whose id contains SUBSTR (--torch and --scale-out too)")
     bench.add_argument("--json", metavar="PATH", help="write every timing to PATH")
     bench.add_argument("--plot", metavar="PATH.png", help="bar chart per case (needs matplotlib)")
     bench.add_argument("--no-progress", action="store_true", help="no progress bar")

@@ -822,9 +822,12 @@ def main(args) -> int:
     if getattr(args, "scale_out", False):
         from . import _bench_scale
 
+        if not any(args.cases in case for case in _bench_scale.CASES):
+            print(f"no case matches {args.cases!r}", file=sys.stderr)
+            return 2
         gib = 0.25 if args.quick else args.scale_gib
         result = _bench_scale.run_scale_out(gib, args.scale_dir, args.scale_timeout,
-                                            args.scale_memory)
+                                            args.scale_memory, cases=args.cases)
         print(_bench_scale.format_scale_table(result))
         if args.json:
             with open(args.json, "w") as f:

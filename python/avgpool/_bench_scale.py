@@ -27,6 +27,8 @@ import numpy as np
 
 CHUNK = 4096  # rows and columns per chunk: 64 MiB of float32
 HALF = 7      # the 15 x 15 window's half width
+COARSEN, ROLLING = "coarsen 2x2", "rolling 15x15"
+CASES = (COARSEN, ROLLING)
 
 
 def _peak_rss_mib() -> float:
@@ -57,7 +59,9 @@ def _close(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def run_scale_out(gib: float, workdir: Optional[str] = None, timeout_s: float = 900.0,
-                  memory_limit: str = "6GiB") -> Dict[str, Any]:
+                  memory_limit: str = "6GiB", cases: str = "") -> Dict[str, Any]:
+    """Write the raster, run every method of the cases whose name contains ``cases`` (all when
+    empty) on a cluster of its own, and compare avgpool's results with xarray's."""
     import dask
     import dask.array as da
     import xarray as xr
@@ -99,22 +103,22 @@ def run_scale_out(gib: float, workdir: Optional[str] = None, timeout_s: float = 
 
             methods: List[tuple] = [
                 # the floors: the same reads and writes around next to no computation
-                ("coarsen 2x2", "floor: read, [::2, ::2], write",
+                (COARSEN, "floor: read, [::2, ::2], write",
                  lambda a: xr.DataArray(a.data[::2, ::2], dims=a.dims)),
-                ("coarsen 2x2", "avgpool.xarray.coarsen_mean",
+                (COARSEN, "avgpool.xarray.coarsen_mean",
                  lambda a: ax.coarsen_mean(a, {"y": 2, "x": 2})),
-                ("coarsen 2x2", "xarray coarsen().mean()",
+                (COARSEN, "xarray coarsen().mean()",
                  lambda a: a.coarsen(y=2, x=2).mean()),
-                ("rolling 15x15", "floor: read, x * 1, write",
+                (ROLLING, "floor: read, x * 1, write",
                  lambda a: xr.DataArray(a.data * np.float32(1), dims=a.dims)),
-                ("rolling 15x15", "avgpool.xarray.rolling_mean",
+                (ROLLING, "avgpool.xarray.rolling_mean",
                  lambda a: ax.rolling_mean(a, {"y": 15, "x": 15}, center=True, min_periods=1)),
-                ("rolling 15x15", "xarray rolling().mean()",
+                (ROLLING, "xarray rolling().mean()",
                  lambda a: a.rolling(y=15, x=15, center=True, min_periods=1).mean()),
-                ("rolling 15x15", "map_overlap + scipy uniform_filter", overlap(_uniform_nan)),
-                ("rolling 15x15", "map_overlap + OpenCV boxFilter", overlap(_box_opencv)),
+                (ROLLING, "map_overlap + scipy uniform_filter", overlap(_uniform_nan)),
+                (ROLLING, "map_overlap + OpenCV boxFilter", overlap(_box_opencv)),
             ]
-            for case, name, fn in methods:
+            for case, name, fn in (m for m in methods if cases in m[0]):
                 # a cluster per method: fresh workers (a stopped method's may hang in a task)
                 with cluster() as c, Client(c) as client:
                     result["rows"].append(_run_one(client, wait, root, case, name, fn, raster,
