@@ -636,7 +636,8 @@ cdef class CompiledOperator:
             y = <cnp.ndarray>out
             if not _has_shape(y, shape_out):
                 raise ValueError(f"out has shape {(<object>y).shape}, expected {shape_out}")
-            if cnp.PyArray_TYPE(y) != self.typenum:
+            # a byte-swapped out has the same type number: the kernel would write native bytes
+            if cnp.PyArray_TYPE(y) != self.typenum or not cnp.PyArray_ISNOTSWAPPED(y):
                 raise TypeError(f"out has dtype {(<object>y).dtype}, expected {self.dtype}")
             if not cnp.PyArray_IS_C_CONTIGUOUS(y):
                 raise ValueError("out must be C-contiguous")

@@ -109,6 +109,9 @@ def test_call_checks():
         op(x, out=np.empty((1, 3, 6, 6), np.float32))
     with pytest.raises(TypeError, match="out has dtype float16, expected float32"):
         op(x, out=np.empty((1, 3, 5, 5), np.float16))
+    swapped = np.dtype(np.float32).newbyteorder("S")  # the same type number as float32
+    with pytest.raises(TypeError, match=f"out has dtype {swapped.str}, expected float32"):
+        op(x, out=np.empty((1, 3, 5, 5), swapped))  # the plain call raises the same
     with pytest.raises(TypeError, match="out must be a numpy.ndarray, got list"):
         op(x, out=[0.0])
     with pytest.raises(ValueError, match="out must be C-contiguous"):
