@@ -187,12 +187,13 @@ cdef cnp.ndarray _output(cnp.ndarray a, tuple shape, out, x, str name="x", bint 
             raise ValueError(f"{name}: the output of shape {shape} is too big for a numpy array") from None
     if type(out) is not np.ndarray:
         raise TypeError(f"out must be a numpy.ndarray, got {type(out).__name__}")
-    if out.shape != shape:
-        raise ValueError(f"out has shape {out.shape}, expected {shape}")
-    dtype = (<object>a).dtype
-    if out.dtype != dtype:
-        raise TypeError(f"out has dtype {out.dtype}, expected {dtype} (the dtype of {name})")
     y = out
+    if not _has_shape(y, shape):
+        raise ValueError(f"out has shape {out.shape}, expected {shape}")
+    # a is native: a byte-swapped out has a's type number but not its dtype
+    if cnp.PyArray_TYPE(y) != cnp.PyArray_TYPE(a) or not cnp.PyArray_ISNOTSWAPPED(y):
+        raise TypeError(f"out has dtype {out.dtype}, expected {(<object>a).dtype} (the dtype of "
+                        f"{name})")
     if not cnp.PyArray_IS_C_CONTIGUOUS(y):
         raise ValueError("out must be C-contiguous")
     if not cnp.PyArray_ISWRITEABLE(y):
@@ -404,10 +405,19 @@ cdef int _tensor(ap_tensor_desc *t, tuple shape, int rank, int layout, str field
 
 
 cdef tuple _shape(const ap_tensor_desc *t, const int64_t *out):
-    spatial = tuple([out[i] for i in range(t.rank)])
+    """The shape of t's layout with spatial sizes `out` (tuple displays: one allocation, on
+    the path of every call)."""
     if t.layout == AP_LAYOUT_NCHW:
-        return (t.batch, t.channels) + spatial
-    return (t.batch,) + spatial + (t.channels,)
+        if t.rank == 1:
+            return (t.batch, t.channels, out[0])
+        if t.rank == 2:
+            return (t.batch, t.channels, out[0], out[1])
+        return (t.batch, t.channels, out[0], out[1], out[2])
+    if t.rank == 1:
+        return (t.batch, out[0], t.channels)
+    if t.rank == 2:
+        return (t.batch, out[0], out[1], t.channels)
+    return (t.batch, out[0], out[1], out[2], t.channels)
 
 
 cdef void _fill(int64_t *dst, tuple src):

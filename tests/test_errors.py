@@ -134,6 +134,9 @@ CASES = [
      r"out has shape \(1, 2, 5, 5\), expected \(1, 2, 4, 4\)"),
     ("out-dtype", lambda: average_pool(X2, D22, out=_out(dtype=np.float64)), TypeError,
      r"out has dtype float64, expected float32"),
+    ("out-byte-swapped", lambda: average_pool(X2, D22, out=_out(dtype=np.dtype(np.float32)
+                                                                .newbyteorder("S"))),
+     TypeError, r"out has dtype [<>]f4, expected float32"),
     ("out-non-contiguous", lambda: average_pool(X2, D22, out=np.empty((1, 2, 4, 8),
                                                                       np.float32)[..., ::2]),
      ValueError, r"out must be C-contiguous"),
