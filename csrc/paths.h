@@ -51,6 +51,12 @@
 /* nhwc-direct lists a window's taps in an array of this many pointers. */
 #define AP_NHWC_MAX_TAPS 64
 
+/* nhwc-direct's plane way (nhwc_plane in plan.h, ap_nhwc_plane_fits in paths.c): at most
+ * this many outputs along W, and a row of W x C column sums of at most this many floats (the
+ * kernel's buffer on the stack). */
+#define AP_NHWC_PLANE_MAX_OW 8
+#define AP_NHWC_PLANE_FLOATS 4096
+
 #define AP_PATH_ENUM_(suffix, name, skips_nan, when) AP_PATH_##suffix,
 typedef enum ap_path { AP_PATHS(AP_PATH_ENUM_) AP_PATH_COUNT } ap_path;
 #undef AP_PATH_ENUM_

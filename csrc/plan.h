@@ -60,6 +60,9 @@ typedef struct ap_plan {
     int nhwc_cols;              /* nhwc-direct: windows 2-3 wide at stride 1
                                    or 3 wide at stride 2 share column sums,
                                    4 outputs at a time                      */
+    int nhwc_plane;             /* nhwc-direct, nhwc_cols on a small image:
+                                   each output row from a (W, C) row of
+                                   column sums (ap_nhwc_plane_fits)         */
     int plane_tiled;            /* plane-flat: windows k = stride (2 or 4)
                                    tile each row from its start: shuffles
                                    over the whole buffer, else gathers      */

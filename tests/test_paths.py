@@ -118,6 +118,16 @@ CASES = {
     "nhwc-direct-cols-s2": ("nhwc-direct", "NHWC", (2, 9, 23, 40),
                             dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 1),
                                  end_padding=(1, 1)), None),
+    # the same windows on images of at most 8 outputs along W: each output row from a row of
+    # column sums (the plane way; test_nhwc_plane_same_bits_as_the_direct_way checks the bits)
+    "nhwc-direct-plane": ("nhwc-direct", "NHWC", (2, 7, 7, 19),
+                          dict(window_size=(3, 3), start_padding=(1, 1), end_padding=(1, 1)), None),
+    "nhwc-direct-plane-s2": ("nhwc-direct", "NHWC", (1, 9, 9, 40),
+                             dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 1),
+                                  end_padding=(1, 1), divisor_override=7), None),
+    "nhwc-direct-plane-3d": ("nhwc-direct", "NHWC", (1, 3, 4, 6, 20),
+                             dict(window_size=(2, 2, 3), start_padding=(0, 1, 1),
+                                  end_padding=(1, 0, 1), include_padding=True), None),
     # a 4 x 4 window at stride 1: over a row of column sums (a run of 10 full windows along W
     # in one call); stride 3 (no overlap): over the input
     "nhwc-direct-rowsums": ("nhwc-direct", "NHWC", (1, 8, 14, 41),
@@ -343,7 +353,10 @@ def test_stride2_windows_3_wide_sum_by_columns_at_any_channel_count(channels):
 
 @pytest.mark.parametrize("case_id,how", [
     ("nhwc-direct", "by columns shared by 4 outputs along W"),
-    ("nhwc-direct-rowsums", "of a row of column sums"),
+    ("nhwc-direct-rowsums", "of a row of column sums (a third"),
+    ("nhwc-direct-plane", "a small image's output row from a row of column sums"),
+    ("nhwc-direct-plane-s2", "a small image's output row from a row of column sums"),
+    ("nhwc-direct-plane-3d", "a small image's output row from a row of column sums"),
     ("nhwc-direct-input", "summed over the taps of the input)"),
     ("nhwc-direct-2x2", "summed over the taps of the input)"),
 ])
@@ -354,6 +367,42 @@ def test_nhwc_direct_cases_take_their_variant(case_id, how):
         pytest.skip("the scalar kernels sum every window tap by tap")
     line = avgpool.explain(_desc(case), case[2], layout=case[1])
     assert how in line, line
+
+
+@pytest.mark.parametrize("window,pad,stride,extra", [
+    ((3, 3), 1, 1, {}),
+    ((3, 3), 1, 2, {"include_padding": True}),
+    ((2, 2), 1, 1, {"include_padding": True}),  # one-column windows of 2 rows at the borders
+    ((2, 3), 1, 1, {"divisor_override": 5}),
+    ((2, 2, 3), 1, 1, {}),
+    ((3, 3), 2, 1, {}),  # one-column windows of 3 rows: the taps, not the plane way
+])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_nhwc_plane_same_bits_as_the_direct_way(window, pad, stride, extra, dtype):
+    """On images of at most 8 outputs along W, windows that nhwc-direct sums by columns come
+    from a row of column sums (the plane way), whose sums are those of the direct way (column
+    by column; at a border, the two chains of taps starting at +0), bit for bit, signed
+    zeros included. A channels-first output still takes the direct way: the same bits."""
+    rank = len(window)
+    desc = avgpool.AveragePoolingDesc(window, (stride,) * rank, (pad,) * rank, (pad,) * rank,
+                                      **extra)
+    shape = (2,) + (4, 6, 7)[3 - rank:] + (21,)
+    rng = np.random.default_rng(sum(window) + pad)
+    x = rng.uniform(-1, 1, shape).astype(dtype)
+    x[rng.random(shape) < 0.3] = -0.0
+    x[..., :2] = -0.0  # channels of negative zeros: windows of them sum to -0 or +0 by order
+    line = avgpool.explain(desc, shape, layout="NHWC", dtype=dtype)
+    # a border window one column wide (padding as wide as the window) of more than 2 rows
+    # sums its taps in another order: then the direct way
+    one_column_rows = np.prod(window[:-1]) if pad >= window[-1] - 1 else 0
+    assert ("from a row of column sums" in line) == (one_column_rows <= 2 and
+                                                     _core.isa() != "scalar"), line
+    for threads in (1, 2):
+        want = avgpool.average_pool(x, desc, layout="NHWC", num_threads=threads)
+        op = avgpool.compile_operator(desc, shape, dtype, layout="NHWC", output_layout="NCHW",
+                                      num_threads=threads)
+        direct = np.moveaxis(op(x), 1, -1)
+        assert want.tobytes() == np.ascontiguousarray(direct).tobytes(), threads
 
 
 def test_cli_explain(capsys):
