@@ -56,9 +56,10 @@ static int ap_is_global(const ap_plan *p) {
     return 1;
 }
 
-/* Small 'same' windows (stride 1, dilation 1, output as large as the
- * input, window < 8) on small 2-D / 1-D planes, or 3-D ones of depth 1
- * whose depth window is exactly that plane. */
+/* Small 'same' windows (stride 1, output as large as the input, window
+ * < 8 spanning at most AP_SAME_MAX_SPAN inputs with its dilation) on small
+ * 2-D / 1-D planes, or 3-D ones of depth 1 whose depth window is exactly
+ * that plane. */
 static int ap_same_flat_fits(const ap_plan *p) {
     const ap_axis_plan *ad = &p->axis[0], *ah = &p->axis[1], *aw = &p->axis[2];
     /* the depth axis must be a no-op: a window of one plane with divisor
@@ -67,8 +68,9 @@ static int ap_same_flat_fits(const ap_plan *p) {
         return 0;
     for (int a = 1; a < 3; ++a) {
         const ap_axis_plan *ax = &p->axis[a];
-        if (ax->stride != 1 || ax->step != 1 || ax->window >= 8 || ax->out != ax->in ||
-            ax->in < ax->window)
+        const int64_t span = (ax->window - 1) * ax->step + 1;
+        if (ax->stride != 1 || ax->window >= 8 || span > AP_SAME_MAX_SPAN ||
+            ax->out != ax->in || ax->in < span)
             return 0;
     }
     return ah->in * aw->in <= 16384;
@@ -357,9 +359,10 @@ ap_path ap_choose_path(ap_plan *p, int lanes, char *why, size_t why_len) {
     }
     if (ap_same_flat_fits(p)) {
         p->path = AP_PATH_SAME_FLAT, p->reason = "small 'same' windows on a small plane";
-        AP_WHY("'same' window %lld x %lld < 8, stride 1, output = input, plane %lld x %lld <= "
-               "16384 elements",
-               (long long)ah->window, (long long)aw->window, (long long)ah->in, (long long)aw->in);
+        AP_WHY("'same' window %lld x %lld < 8 (dilation %lld x %lld), stride 1, output = "
+               "input, plane %lld x %lld <= 16384 elements",
+               (long long)ah->window, (long long)aw->window, (long long)ah->step,
+               (long long)aw->step, (long long)ah->in, (long long)aw->in);
         return p->path;
     }
     if (ap_choose_box(p, why, why_len)) return p->path;

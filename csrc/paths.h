@@ -18,8 +18,8 @@
       "last, a window of more than AP_NHWC_MAX_TAPS taps whose rows are too long to buffer") \
     X(GLOBAL, "global", 0, "either layout, one window covering each whole plane")           \
     X(SAME_FLAT, "same-flat", 0,                                                            \
-      "channels first, 'same' windows < 8 (stride 1, output = input) on planes of at "      \
-      "most 16384 elements with a trivial depth axis: whole planes at once")                \
+      "channels first, 'same' windows < 8 (stride 1, output = input, any dilation) on "    \
+      "planes of at most 16384 elements with a trivial depth axis: whole planes at once")   \
     X(ROWS_S1, "rows-s1", 0, "channels first rows, stride 1 along W, unaligned loads")      \
     X(ROWS_S2, "rows-s2", 0, "channels first rows, stride 2 along W, even/odd shuffles")    \
     X(ROWS_S4K4, "rows-s4k4", 0, "channels first rows, window 4 stride 4 along W, shuffles") \
@@ -47,6 +47,10 @@
     X(F64_GLOBAL, "f64-global", 1,                                                          \
       "float64 channels first on a vector instruction set, one window over each plane: "    \
       "8 interleaved partial sums")
+
+/* same-flat: a window spans at most this many inputs along H and W (taps and the gaps of
+ * their dilation), so a row has fewer border columns, and the kernel's buffer less slack. */
+#define AP_SAME_MAX_SPAN 16
 
 /* nhwc-direct lists a window's taps in an array of this many pointers. */
 #define AP_NHWC_MAX_TAPS 64

@@ -41,6 +41,9 @@ CASES = {
                       dict(window_size=(5, 5), start_padding=(2, 2), end_padding=(2, 2)), None),
     "same-flat-w3": ("same-flat", "NCHW", (1, 3, 6, 3),     # 3 wide on 3 columns: one inside
                      dict(window_size=(3, 3), start_padding=(1, 1), end_padding=(1, 1)), None),
+    "same-flat-dilated": ("same-flat", "NCHW", (1, 2, 13, 17),  # taps 2 and 3 apart
+                          dict(window_size=(3, 3), start_padding=(1, 4), end_padding=(3, 2),
+                               dilations=(2, 3)), None),
     "same-flat-depth1": ("same-flat", "NCHW", (1, 3, 1, 9, 17),
                          dict(window_size=(1, 5, 3), start_padding=(0, 2, 1),
                               end_padding=(0, 2, 1), include_padding=True), None),
@@ -176,9 +179,9 @@ CASES = {
                           None),
     # channels last with fewer channels than a vector and a stride-1 window of at most 8 taps
     # along W: one channel of W x C, a window of dilation C (csrc/api.c ap_flatten_channels)
-    "rows-s1-nhwc-flat-rgb": ("rows-s1", "NHWC", (1, 30, 40, 3),
-                              dict(window_size=(5, 5), start_padding=(2, 2),
-                                   end_padding=(2, 2)), None),
+    "same-flat-nhwc-flat-rgb": ("same-flat", "NHWC", (1, 30, 40, 3),  # a 'same' window
+                                dict(window_size=(5, 5), start_padding=(2, 2),
+                                     end_padding=(2, 2)), None),
     "rows-s1-nhwc-flat-c2": ("rows-s1", "NHWC", (2, 20, 25, 2),
                              dict(window_size=(3, 3), strides=(2, 1), start_padding=(1, 1),
                                   end_padding=(1, 1), include_padding=True), None),

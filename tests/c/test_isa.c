@@ -145,7 +145,7 @@ static int64_t tail_size(void) {
  * uniform draw rarely meets (a 'same' window on depth 1 was such a gap). */
 enum flavor {
     F_GENERIC,   /* the original mix: any rank, small windows, strides 1-5   */
-    F_SAME,      /* 'same' windows < 8 on H / W: stride 1, pb + pe = k - 1   */
+    F_SAME,      /* 'same' windows < 8 on H / W: stride 1, dilation 1-3      */
     F_FULL,      /* windows as large as the padded input (global, one row)   */
     F_WIDE,      /* windows wider than two vectors along W (running sums)    */
     F_S2S4,      /* strides 2 and 4 with windows 2 to 4 (shuffle paths)      */
@@ -212,9 +212,13 @@ static void gen_case(tcase *c) {
                 case F_SAME: /* the depth axis of rank 3 keeps its random window */
                     if (rank == 3 && a == 0 && tu_chance(0.5)) break;
                     d->window[a] = tu_range(1, 7);
-                    d->strides[a] = d->dilations[a] = 1;
-                    d->start_padding[a] = tu_range(0, d->window[a] - 1);
-                    d->end_padding[a] = d->window[a] - 1 - d->start_padding[a];
+                    d->strides[a] = 1;
+                    d->dilations[a] = tu_chance(0.3) ? tu_range(2, 3) : 1;
+                    {
+                        const int64_t span = (d->window[a] - 1) * d->dilations[a] + 1;
+                        d->start_padding[a] = tu_range(0, span - 1);
+                        d->end_padding[a] = span - 1 - d->start_padding[a];
+                    }
                     break;
                 case F_FULL:
                     d->dilations[a] = 1;
@@ -705,6 +709,10 @@ static int path_cases(tcase *cases, int *paths) {
     paths[n] = AP_PATH_SAME_FLAT;
     cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 2, SZ(10, 12), SZ(3, 3), NULL, SZ(1, 1),
                             SZ(1, 1), NULL);
+    /* same-flat, dilated: 3 x 3 taps 2 and 3 apart, padding unequal at the two ends */
+    paths[n] = AP_PATH_SAME_FLAT;
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 2, SZ(13, 17), SZ(3, 3), NULL, SZ(1, 4),
+                            SZ(3, 2), SZ(2, 3));
     /* rows-s1: 3 x 5 windows, stride 1, no padding (output smaller than input) */
     paths[n] = AP_PATH_ROWS_S1;
     cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 2, SZ(20, 30), SZ(3, 5), NULL, NULL, NULL, NULL);
@@ -755,8 +763,9 @@ static int path_cases(tcase *cases, int *paths) {
                             SZ(1, 1), NULL);
     /* channels last with fewer channels than a vector (3 < 4, NEON's float lanes) and a
      * stride-1 window of at most 8 taps along W: one channel of W x C, a window of dilation C
-     * (api.c ap_flatten_channels) */
-    paths[n] = AP_PATH_ROWS_S1;
+     * (api.c ap_flatten_channels): a 'same' window on a small plane is same-flat's, a
+     * stride along H leaves it to rows-s1 */
+    paths[n] = AP_PATH_SAME_FLAT;
     cases[n++] = fixed_pool(2, AP_LAYOUT_NHWC, 1, 3, SZ(30, 40), SZ(5, 5), NULL, SZ(2, 2),
                             SZ(2, 2), NULL);
     paths[n] = AP_PATH_ROWS_S1;
