@@ -18,8 +18,9 @@
       "last, a window of more than AP_NHWC_MAX_TAPS taps whose rows are too long to buffer") \
     X(GLOBAL, "global", 0, "either layout, one window covering each whole plane")           \
     X(SAME_FLAT, "same-flat", 0,                                                            \
-      "channels first, 'same' windows < 8 (stride 1, output = input, any dilation) on "    \
-      "planes of at most 16384 elements with a trivial depth axis: whole planes at once")   \
+      "channels first, 'same' windows < 8 (stride 1, output = input, dilated over at "     \
+      "most 16 inputs) on planes of at most 16384 elements with a trivial depth axis: "     \
+      "whole planes at once")                                                               \
     X(ROWS_S1, "rows-s1", 0, "channels first rows, stride 1 along W, unaligned loads")      \
     X(ROWS_S2, "rows-s2", 0, "channels first rows, stride 2 along W, even/odd shuffles")    \
     X(ROWS_S4K4, "rows-s4k4", 0, "channels first rows, window 4 stride 4 along W, shuffles") \
