@@ -271,6 +271,29 @@ def test_flattened_channels_tiles_bitwise(name):
     assert_same(got, whole)
 
 
+@pytest.mark.parametrize("dilations", [(2, 2), (3, 1), (1, 4)])
+def test_dilated_same_flat_tiles_bitwise(dilations):
+    """A dilated 'same' window on a small channels-first plane runs same-flat on the whole
+    call and rows-s1 on tiles (csrc/paths.c ap_choose_tile_path); both sum each window in the
+    same order, so the tiles give the whole call's bits (negative zeros included)."""
+    span = [2 * d + 1 for d in dilations]  # 3 taps
+    kwargs = dict(window_size=(3, 3), dilations=dilations,  # centred along H, left along W
+                  start_padding=(span[0] // 2, span[1] - 1),
+                  end_padding=(span[0] - 1 - span[0] // 2, 0))
+    x = np.random.default_rng(sum(dilations)).standard_normal((2, 3, 19, 23)).astype(np.float32)
+    x[0, 1, :3] = -0.0
+    desc = avgpool.AveragePoolingDesc(**kwargs)
+    assert "same-flat" in avgpool.explain(desc, x.shape) or avgpool._core.isa() == "scalar"
+    whole = avgpool.average_pool(x, desc)
+    parts = [[slice(0, 5), slice(5, n - 3), slice(n - 3, n)] for n in whole.shape[2:]]
+    got = np.full_like(whole, np.nan)
+    for box in itertools.product(*parts):
+        region = avgpool.tile_input_region(desc, x.shape, box)
+        tile = np.ascontiguousarray(x[_index(region, "NCHW")])
+        got[_index(box, "NCHW")] = avgpool.pool_tile(tile, desc, x.shape, box)
+    assert_same(got, whole)
+
+
 def test_flattened_channels_tile_of_padding_only_windows():
     """test_dask's hypothesis run found a tile that failed with AP_ERR_TILE: a channels-last
     call the core flattens to one channel of W x C (here L = 1, C = 2) whose tile holds only
