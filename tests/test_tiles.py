@@ -90,19 +90,26 @@ def _ref_region_adaptive(outs, ins, region):
     return tuple(slice(r.start * n // o, -(-(r.stop * n) // o)) for r, n, o in zip(region, ins, outs))
 
 
-def _check_tiles(x, desc, layout, whole, ref, ref_abs, draw_partition):
-    """Pool each tile of the partition; compare with the whole call (bitwise, but for the named
-    exception) and with the reference."""
+def _pool_by_tiles(x, desc, parts, whole, layout):
+    """The whole result assembled from pool_tile over every box of the partition (parts: the
+    output slices per spatial axis), each tile cut from x by tile_input_region and left
+    unchanged by the call."""
     got = np.full_like(whole, np.nan)
-    starts = {r.start for axis in draw_partition for r in axis}
-    exact = not _carries(desc, x, layout) or all(a % 16 == 0 for a in starts)
-    for box in itertools.product(*draw_partition):
+    for box in itertools.product(*parts):
         region = avgpool.tile_input_region(desc, x.shape, box, layout=layout)
         tile = np.ascontiguousarray(x[_index(region, layout)])
         before = tile.copy()
-        y = avgpool.pool_tile(tile, desc, x.shape, box, layout=layout)
+        got[_index(box, layout)] = avgpool.pool_tile(tile, desc, x.shape, box, layout=layout)
         assert_same(tile, before)
-        got[_index(box, layout)] = y
+    return got
+
+
+def _check_tiles(x, desc, layout, whole, ref, ref_abs, draw_partition):
+    """Pool each tile of the partition; compare with the whole call (bitwise, but for the named
+    exception) and with the reference."""
+    got = _pool_by_tiles(x, desc, draw_partition, whole, layout)
+    starts = {r.start for axis in draw_partition for r in axis}
+    exact = not _carries(desc, x, layout) or all(a % 16 == 0 for a in starts)
     if exact:
         assert_same(got, whole)
     assert_matches(got, ref, ref_abs, x.dtype)
@@ -173,12 +180,7 @@ def test_running_sums_tiles_bitwise(name):
             cuts = sorted({c // 16 * 16 for c in rng.integers(1, n, size=3).tolist()} - {0})
             bounds = [0] + cuts + [n]
             parts.append([slice(a, b) for a, b in zip(bounds, bounds[1:])])
-        got = np.full_like(whole, np.nan)
-        for box in itertools.product(*parts):
-            region = avgpool.tile_input_region(desc, x.shape, box, layout=layout)
-            tile = np.ascontiguousarray(x[_index(region, layout)])
-            got[_index(box, layout)] = avgpool.pool_tile(tile, desc, x.shape, box, layout=layout)
-        assert_same(got, whole)
+        assert_same(_pool_by_tiles(x, desc, parts, whole, layout), whole)
 
 
 def test_tile_region_by_hand():
@@ -263,12 +265,7 @@ def test_flattened_channels_tiles_bitwise(name):
     whole = avgpool.average_pool(x, desc, layout="NHWC")
     sizes = _spatial(whole.shape, "NHWC")
     parts = [[slice(0, n // 3), slice(n // 3, n - 2), slice(n - 2, n)] for n in sizes]
-    got = np.full_like(whole, np.nan)
-    for box in itertools.product(*parts):
-        region = avgpool.tile_input_region(desc, x.shape, box, layout="NHWC")
-        tile = np.ascontiguousarray(x[_index(region, "NHWC")])
-        got[_index(box, "NHWC")] = avgpool.pool_tile(tile, desc, x.shape, box, layout="NHWC")
-    assert_same(got, whole)
+    assert_same(_pool_by_tiles(x, desc, parts, whole, "NHWC"), whole)
 
 
 @pytest.mark.parametrize("dilations", [(2, 2), (3, 1), (1, 4)])
@@ -286,12 +283,7 @@ def test_dilated_same_flat_tiles_bitwise(dilations):
     assert "same-flat" in avgpool.explain(desc, x.shape) or avgpool._core.isa() == "scalar"
     whole = avgpool.average_pool(x, desc)
     parts = [[slice(0, 5), slice(5, n - 3), slice(n - 3, n)] for n in whole.shape[2:]]
-    got = np.full_like(whole, np.nan)
-    for box in itertools.product(*parts):
-        region = avgpool.tile_input_region(desc, x.shape, box)
-        tile = np.ascontiguousarray(x[_index(region, "NCHW")])
-        got[_index(box, "NCHW")] = avgpool.pool_tile(tile, desc, x.shape, box)
-    assert_same(got, whole)
+    assert_same(_pool_by_tiles(x, desc, parts, whole, "NCHW"), whole)
 
 
 def test_flattened_channels_tile_of_padding_only_windows():
