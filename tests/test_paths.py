@@ -319,6 +319,69 @@ def test_float64_path_rule(layout, shape, kwargs, path):
             _close(got, want, TOL_SCALAR[np.float64], f"float64 {policy} vs scalar")
 
 
+def _f64_in_order(x, k, s, p, layout, include_padding, override, separable):
+    """2-D float64 pooling with the adds of simd_f64.inc in their order, one numpy add (one IEEE
+    add per element) at a time: f64-direct sums each window's valid taps from 0, rows then
+    columns ascending; f64-separable sums each window's valid rows from 0 into column sums,
+    then the window's columns from 0. Windows of the floor rule, padding p at both ends."""
+    xc = x if layout == "NCHW" else np.moveaxis(x, -1, 1)
+    H, W = xc.shape[2:]
+    OH, OW = (H + 2 * p - k) // s + 1, (W + 2 * p - k) // s + 1
+    y = np.empty(xc.shape[:2] + (OH, OW))
+    for oh in range(OH):
+        rows = [r for r in range(oh * s - p, oh * s - p + k) if 0 <= r < H]
+        cs = np.zeros(xc.shape[:2] + (W,))
+        for r in rows:
+            cs = cs + xc[:, :, r, :]
+        for ow in range(OW):
+            cols = [c for c in range(ow * s - p, ow * s - p + k) if 0 <= c < W]
+            acc = np.zeros(xc.shape[:2])
+            if separable:
+                for c in cols:
+                    acc = acc + cs[:, :, c]
+            else:
+                for r in rows:
+                    for c in cols:
+                        acc = acc + xc[:, :, r, c]
+            d = override or (k * k if include_padding else len(rows) * len(cols))
+            y[:, :, oh, ow] = acc / d
+    return y if layout == "NCHW" else np.moveaxis(y, 1, -1)
+
+
+@pytest.mark.parametrize("layout,shape,k,s,p,path", [
+    # channels: 4-vector blocks, one-vector blocks and single values (3, 13, 40, 70)
+    ("NHWC", (2, 9, 11, 70), 3, 2, 1, "f64-direct"),
+    ("NHWC", (2, 9, 11, 13), 2, 2, 0, "f64-direct"),
+    ("NHWC", (1, 7, 7, 3), 3, 2, 1, "f64-direct"),
+    ("NHWC", (1, 18, 18, 40), 9, 9, 0, "f64-direct"),      # 81 taps: past the tap list
+    ("NHWC", (2, 9, 11, 70), 3, 1, 1, "f64-separable"),
+    ("NHWC", (1, 12, 10, 13), 5, 1, 2, "f64-separable"),
+    ("NCHW", (2, 3, 20, 37), 3, 1, 1, "f64-separable"),
+    ("NCHW", (1, 2, 40, 45), 15, 1, 7, "f64-separable"),  # runs of 40 and 5 outputs
+    ("NCHW", (1, 2, 20, 36), 2, 2, 0, "f64-separable"),
+])
+@pytest.mark.parametrize("include_padding,override", [(False, None), (True, None), (False, 3)])
+def test_float64_paths_add_in_their_documented_order(layout, shape, k, s, p, path,
+                                                    include_padding, override):
+    """The float64 vector paths give exactly the bits of their documented order of adds (the
+    sums held in registers, the blocks of channels and the values past them), checked against
+    numpy doing the same adds one at a time; f64-direct's are the scalar kernels' bits."""
+    x = np.random.default_rng(11).standard_normal(shape)
+    x[..., 1, :] = -0.0  # a column (channels last) or row of negative zeros: 0 + -0 = +0
+    desc = avgpool.AveragePoolingDesc((k, k), (s, s), (p, p), (p, p),
+                                      include_padding=include_padding, divisor_override=override)
+    want = _f64_in_order(x, k, s, p, layout, include_padding, override,
+                         path == "f64-separable")
+    for name in SIMD:
+        line = _on(name, lambda: avgpool.explain(desc, shape, layout=layout, dtype="float64"))
+        assert _path_name(line) == path, line
+        got = _on(name, lambda: avgpool.average_pool(x, desc, layout=layout))
+        np.testing.assert_array_equal(got, want, err_msg=f"{name} {path}")
+        if path == "f64-direct":
+            scalar = _on("scalar", lambda: avgpool.average_pool(x, desc, layout=layout))
+            np.testing.assert_array_equal(got, scalar, err_msg=f"{name} {path} vs scalar")
+
+
 def test_explain_empty_batch_runs_no_kernel():
     desc = avgpool.AveragePoolingDesc((2, 2))
     assert _path_name(avgpool.explain(desc, (0, 2, 6, 6))) == "none"
