@@ -356,6 +356,7 @@ def _f64_in_order(x, k, s, p, layout, include_padding, override, separable):
     ("NHWC", (1, 18, 18, 40), 9, 9, 0, "f64-direct"),      # 81 taps: past the tap list
     ("NHWC", (2, 9, 11, 70), 3, 1, 1, "f64-separable"),
     ("NHWC", (1, 12, 10, 13), 5, 1, 2, "f64-separable"),
+    ("NHWC", (1, 12, 40, 3), 5, 1, 2, "f64-separable"),   # a run's positions and channels
     ("NCHW", (2, 3, 20, 37), 3, 1, 1, "f64-separable"),
     ("NCHW", (1, 2, 40, 45), 15, 1, 7, "f64-separable"),  # runs of 40 and 5 outputs
     ("NCHW", (1, 2, 20, 36), 2, 2, 0, "f64-separable"),
