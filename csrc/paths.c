@@ -245,20 +245,24 @@ ap_path ap_choose_path(ap_plan *p, int lanes, char *why, size_t why_len) {
         /* Channels last where the column sums save no adds: the taps directly, channels in
          * vectors (Zen 5, 1 thread: 3 x 3 s2 p1 on 8x56x56x64 712 -> 499 us and global on
          * 32x7x7x512 127 -> 97 us against the column sums; 2 x 2 s2 on 1x256x256x64 3.3 ->
-         * 1.4 ms against the scalar kernels). Channels first on other rows of fewer than 16
-         * values (whose per-row cost the column sums do not carry: 2 x 2 s2 on 14 x 14
-         * planes 1.1x slower through them): the scalar kernels. Decided by the shape only,
-         * not the batch or the channels (tiles and channel chunks keep the whole call's
-         * sums). */
+         * 1.4 ms against the scalar kernels). Channels first on rows of fewer than 8
+         * values, or fewer than 10 where the column sums save no adds (whose per-row cost
+         * the column sums do not carry: Zen 5, 1 thread, scalar against column sums, 2 x 2
+         * s2 on 32x512x8x8 1.16 against 1.56 ms, on 10 x 10 2.27 against 2.20, on 14 x 14
+         * 3.54 against 3.03; 3 x 3 s1 p1 on 32x512x8x8 6.1 against 4.5): the scalar
+         * kernels. Decided by the shape only, not the batch or the channels (tiles and
+         * channel chunks keep the whole call's sums). */
         if (nhwc && via_cols >= taps) {
             p->path = AP_PATH_F64_DIRECT, p->reason = "float64, taps summed directly";
             AP_WHY("float64: column sums would take %.0f adds per output against %.0f taps: "
                    "the taps summed directly, channels in vectors", via_cols, taps);
             return p->path;
         }
-        if (!nhwc && aw->in < 16) {
-            p->path = AP_PATH_SCALAR, p->reason = "float64 rows of fewer than 16 values";
-            AP_WHY("float64: rows of %lld < 16 values, the scalar kernels", (long long)aw->in);
+        if (!nhwc && (aw->in < 8 || (aw->in < 10 && via_cols >= taps))) {
+            p->path = AP_PATH_SCALAR, p->reason = "float64 short rows";
+            AP_WHY("float64: rows of %lld values (< 8, or < 10 with column sums of %.0f adds "
+                   "per output against %.0f taps), the scalar kernels", (long long)aw->in,
+                   via_cols, taps);
             return p->path;
         }
         /* one row of column sums per thread: W * C doubles */
