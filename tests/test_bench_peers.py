@@ -105,6 +105,29 @@ def test_box_peers_decline_other_windows():
     assert _bench.PEERS["opencv"](wide, np.zeros(wide.shape, np.float32), "NHWC", 1) is None
 
 
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_float64_cases_run_on_the_peers_that_have_float64(layout):
+    """The float64 rows: torch and OpenVINO (channels first) run them and match the float64
+    reference; onnxruntime (no float64 AveragePool) and TFLite decline."""
+    import openvino  # noqa: F401
+    import torch  # noqa: F401
+
+    case = _pool("f64", (2, 3, 9, 11), 3, 1, 1, dtype="float64")
+    x = np.random.default_rng(3).standard_normal(case.shape)
+    want = _reference(case, x)
+    for peer in ("torch", "openvino"):
+        fn = _bench.PEERS[peer](case, x, layout, 1)
+        if peer == "openvino" and layout == "NHWC":
+            assert fn is None
+            continue
+        got = np.asarray(fn(), np.float64)
+        if layout == "NHWC" and peer != "torch":
+            got = np.moveaxis(got, -1, 1)
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7, err_msg=peer)
+    for peer in ("onnxruntime", "tflite"):
+        assert _bench.PEERS[peer](case, x, layout, 1) is None, peer
+
+
 def test_issue_cases_are_in_the_suite():
     ids = {c.id for c in _bench.CASES}
     for case_id in ("global-1x64x7x7", "3x3s1p1-1x64x7x7", "box5x5-1x3x1080x1920",

@@ -121,6 +121,9 @@ CASES: List[Case] = [
     _pool("dilated-3x3d2p2-8x64x56x56", (8, 64, 56, 56), 3, 1, 2, dilation=2),
     Case("f16-global-32x2048x7x7", (32, 2048, 7, 7), "global", dtype="float16"),
     _pool("f16-2x2s2-16x64x112x112", (16, 64, 112, 112), 2, 2, dtype="float16"),
+    # numpy's default dtype (onnxruntime has no float64 AveragePool, TFLite no float64 pools)
+    _pool("f64-3x3s1p1-8x64x56x56", (8, 64, 56, 56), 3, 1, 1, dtype="float64"),
+    _pool("f64-2x2s2-8x64x112x112", (8, 64, 112, 112), 2, 2, dtype="float64"),
     # Larger than the last-level cache of most machines: memory, not cache, bound.
     _pool("big-2x2s2-32x64x224x224", (32, 64, 224, 224), 2, 2, quick=False),
 ]
@@ -230,7 +233,9 @@ def _torch_fn(case: Case, x: np.ndarray, layout: str, threads: int) -> Optional[
 def _onnx_model(case: Case, x: np.ndarray):
     from onnx import TensorProto, helper
 
-    elem = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16}[case.dtype]
+    elem = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16}.get(case.dtype)
+    if elem is None:  # onnxruntime's CPU AveragePool: float32 and float16 only
+        return None
     if case.kind == "global":
         node = helper.make_node("GlobalAveragePool", ["x"], ["y"])
     elif case.kind == "pool":
@@ -269,7 +274,7 @@ def _openvino_fn(case: Case, x: np.ndarray, layout: str, threads: int) -> Option
 
     if layout != "NCHW" or any(d != 1 for d in case.dilation):
         return None
-    elem = {"float32": ov.Type.f32, "float16": ov.Type.f16}[case.dtype]
+    elem = {"float32": ov.Type.f32, "float16": ov.Type.f16, "float64": ov.Type.f64}[case.dtype]
     param = ops14.parameter(x.shape, elem)
     if case.kind == "pool":
         node = ops14.avg_pool(param, list(case.stride), list(case.pad), list(case.pad),
@@ -617,7 +622,7 @@ def run(cases: List[Case], threads: int, quick: bool = False, peers: Optional[Li
         ref = _as_float64(impls["avgpool"]())
         if layout == "NHWC":
             ref = np.moveaxis(ref, -1, 1)  # compare in the logical (N, C, ...) order of torch
-        tol = 1e-4 if case.dtype == "float32" else 2e-2
+        tol = 1e-4 if case.dtype in ("float32", "float64") else 2e-2
         agree = {}
         for name, fn in impls.items():
             got = _as_float64(fn())
