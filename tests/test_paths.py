@@ -356,8 +356,8 @@ def _f64_in_order(x, k, s, p, layout, include_padding, override, separable):
     ("NHWC", (2, 9, 11, 70), 3, 2, 1, "f64-direct"),
     ("NHWC", (2, 9, 11, 13), 2, 2, 0, "f64-direct"),
     ("NHWC", (1, 7, 7, 3), 3, 2, 1, "f64-direct"),
-    ("NHWC", (1, 18, 18, 40), 9, 9, 0, "f64-direct"),      # 81 taps, rows along columns
-    ("NHWC", (1, 18, 18, 130), 9, 9, 0, "f64-direct"),     # and 130 channels: in memory
+    ("NHWC", (1, 18, 18, 13), 9, 9, 0, "f64-direct"),      # 81 taps: the whole window
+    ("NHWC", (1, 18, 18, 130), 9, 9, 0, "f64-direct"),     # 130 channels: row by row
     ("NHWC", (2, 9, 11, 70), 3, 1, 1, "f64-separable"),
     ("NHWC", (1, 12, 10, 13), 5, 1, 2, "f64-separable"),
     ("NHWC", (1, 12, 40, 3), 5, 1, 2, "f64-separable"),   # a run's positions and channels
