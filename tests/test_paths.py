@@ -322,32 +322,38 @@ def test_float64_path_rule(layout, shape, kwargs, path):
             _close(got, want, TOL_SCALAR[np.float64], f"float64 {policy} vs scalar")
 
 
-def _f64_in_order(x, k, s, p, layout, include_padding, override, separable):
+def _f64_in_order(x, k, s, p, layout, include_padding, override, separable, omit):
     """2-D float64 pooling with the adds of simd_f64.inc in their order, one numpy add (one IEEE
     add per element) at a time: f64-direct sums each window's valid taps from 0, rows then
     columns ascending; f64-separable sums each window's valid rows from 0 into column sums,
-    then the window's columns from 0. Windows of the floor rule, padding p at both ends."""
+    then the window's columns from 0. With omit, NaN taps add 0 to the sums and 1 to NaN
+    counts summed alongside, and the divisor loses them. Windows of the floor rule, padding p
+    at both ends, min_count 1."""
     xc = x if layout == "NCHW" else np.moveaxis(x, -1, 1)
+    nan = np.isnan(xc) if omit else np.zeros(xc.shape, bool)
+    xc = np.where(nan, 0.0, xc)
     H, W = xc.shape[2:]
     OH, OW = (H + 2 * p - k) // s + 1, (W + 2 * p - k) // s + 1
     y = np.empty(xc.shape[:2] + (OH, OW))
     for oh in range(OH):
         rows = [r for r in range(oh * s - p, oh * s - p + k) if 0 <= r < H]
-        cs = np.zeros(xc.shape[:2] + (W,))
+        cs, cn = np.zeros(xc.shape[:2] + (W,)), np.zeros(xc.shape[:2] + (W,))
         for r in rows:
-            cs = cs + xc[:, :, r, :]
+            cs, cn = cs + xc[:, :, r, :], cn + nan[:, :, r, :]
         for ow in range(OW):
             cols = [c for c in range(ow * s - p, ow * s - p + k) if 0 <= c < W]
-            acc = np.zeros(xc.shape[:2])
+            acc, nans = np.zeros(xc.shape[:2]), np.zeros(xc.shape[:2])
             if separable:
                 for c in cols:
-                    acc = acc + cs[:, :, c]
+                    acc, nans = acc + cs[:, :, c], nans + cn[:, :, c]
             else:
                 for r in rows:
                     for c in cols:
-                        acc = acc + xc[:, :, r, c]
-            d = override or (k * k if include_padding else len(rows) * len(cols))
-            y[:, :, oh, ow] = acc / d
+                        acc, nans = acc + xc[:, :, r, c], nans + nan[:, :, r, c]
+            d = override or (k * k if include_padding else len(rows) * len(cols)) - nans
+            with np.errstate(invalid="ignore", divide="ignore"):
+                q = acc / d
+            y[:, :, oh, ow] = np.where((len(rows) * len(cols) - nans < 1) | (d == 0), np.nan, q)
     return y if layout == "NCHW" else np.moveaxis(y, 1, -1)
 
 
@@ -366,17 +372,22 @@ def _f64_in_order(x, k, s, p, layout, include_padding, override, separable):
     ("NCHW", (1, 2, 20, 36), 2, 2, 0, "f64-separable"),
 ])
 @pytest.mark.parametrize("include_padding,override", [(False, None), (True, None), (False, 3)])
+@pytest.mark.parametrize("nan_policy", ["propagate", "omit"])
 def test_float64_paths_add_in_their_documented_order(layout, shape, k, s, p, path,
-                                                    include_padding, override):
+                                                    include_padding, override, nan_policy):
     """The float64 vector paths give exactly the bits of their documented order of adds (the
-    sums held in registers, the blocks of channels and the values past them), checked against
-    numpy doing the same adds one at a time; f64-direct's are the scalar kernels' bits."""
+    sums held in registers, the blocks of channels and the values past them, NaN omitted or
+    not), checked against numpy doing the same adds one at a time; f64-direct's are the scalar
+    kernels' bits."""
     x = np.random.default_rng(11).standard_normal(shape)
     x[..., 1, :] = -0.0  # a column (channels last) or row of negative zeros: 0 + -0 = +0
+    x.flat[::17] = np.nan
+    x[0, :5, :5] = np.nan  # windows of NaN only: NaN when omitted too (min_count 1)
     desc = avgpool.AveragePoolingDesc((k, k), (s, s), (p, p), (p, p),
-                                      include_padding=include_padding, divisor_override=override)
+                                      include_padding=include_padding, divisor_override=override,
+                                      nan_policy=nan_policy)
     want = _f64_in_order(x, k, s, p, layout, include_padding, override,
-                         path == "f64-separable")
+                         path == "f64-separable", nan_policy == "omit")
     for name in SIMD:
         line = _on(name, lambda: avgpool.explain(desc, shape, layout=layout, dtype="float64"))
         assert _path_name(line) == path, line
