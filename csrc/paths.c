@@ -245,17 +245,33 @@ ap_path ap_choose_path(ap_plan *p, int lanes, char *why, size_t why_len) {
         /* Channels last where the column sums save no adds: the taps directly, channels in
          * vectors (Zen 5, 1 thread: 3 x 3 s2 p1 on 8x56x56x64 712 -> 499 us and global on
          * 32x7x7x512 127 -> 97 us against the column sums; 2 x 2 s2 on 1x256x256x64 3.3 ->
-         * 1.4 ms against the scalar kernels). Channels first on rows of fewer than 8
-         * values, or fewer than 10 where the column sums save no adds (whose per-row cost
-         * the column sums do not carry: Zen 5, 1 thread, scalar against column sums, 2 x 2
-         * s2 on 32x512x8x8 1.16 against 1.56 ms, on 10 x 10 2.27 against 2.20, on 14 x 14
-         * 3.54 against 3.03; 3 x 3 s1 p1 on 32x512x8x8 6.1 against 4.5): the scalar
+         * 1.4 ms against the scalar kernels). Channels first on small planes (input and
+         * output of at most AP_F64_PLANES_MAX values together) with rows of at most 32
+         * values or windows whose column sums save no adds, the same on groups of planes
+         * transposed to channels last: a row's fixed cost in the column sums outweighs 7-30
+         * outputs (Zen 5, 1 thread, builds alternated, against the column sums or the scalar
+         * kernels: 3 x 3 s1 p1 on 32x512x7x7 4.3 -> 0.56 ms, on 8x64x32x32 0.60 -> 0.48; 2 x 2
+         * s2 on 32x512x14x14 3.1 -> 2.0; 3 x 3 s2 p1 on 8x32x56x56 0.40 -> 0.26), though few
+         * planes fill few lanes (1x1x40x40 3 x 3 s1 2 -> 9 us, 1x8x40x40 12 -> 13). Slower
+         * on longer rows at stride 1, where the column sums run along the row (3 x 3 s1 p1 on
+         * 8x64x20x100 0.67 -> 1.02 ms, 7 x 7 s1 p3 on 8x64x40x40 1.5 -> 1.9) and on larger
+         * planes (3 x 3 s1 p1 on 8x32x64x64 0.80 -> 1.09). Larger planes on rows of fewer
+         * than 8 values, or fewer than 10 where the column sums save no adds: the scalar
          * kernels. Decided by the shape only, not the batch or the channels (tiles and
          * channel chunks keep the whole call's sums). */
         if (nhwc && via_cols >= taps) {
             p->path = AP_PATH_F64_DIRECT, p->reason = "float64, taps summed directly";
             AP_WHY("float64: column sums would take %.0f adds per output against %.0f taps: "
                    "the taps summed directly, channels in vectors", via_cols, taps);
+            return p->path;
+        }
+        if (!nhwc && p->in_plane + p->out_plane <= AP_F64_PLANES_MAX &&
+            (aw->in <= 32 || via_cols >= taps)) {
+            p->path = AP_PATH_F64_DIRECT, p->reason = "float64 small planes, taps summed directly";
+            AP_WHY("float64: planes of %lld + %lld output values <= %d, rows of %lld values: "
+                   "groups of planes as channels last, the taps summed directly, planes in "
+                   "vectors", (long long)p->in_plane, (long long)p->out_plane,
+                   AP_F64_PLANES_MAX, (long long)aw->in);
             return p->path;
         }
         if (!nhwc && (aw->in < 8 || (aw->in < 10 && via_cols >= taps))) {

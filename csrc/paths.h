@@ -43,8 +43,9 @@
       "float64 on a vector instruction set, any window: column sums over the window's "     \
       "rows, then along W, in plain C that the compiler vectorizes")                        \
     X(F64_DIRECT, "f64-direct", 1,                                                          \
-      "float64 channels last on a vector instruction set, windows whose column sums save "  \
-      "no adds: the taps summed in the scalar kernels' order, in vectors of channels")      \
+      "float64 on a vector instruction set, channels last with windows whose column sums "  \
+      "save no adds, channels first on small planes (groups of planes transposed): the "    \
+      "taps summed in the scalar kernels' order, in vectors of channels or planes")          \
     X(F64_GLOBAL, "f64-global", 1,                                                          \
       "float64 channels first on a vector instruction set, one window over each plane: "    \
       "8 interleaved partial sums")
@@ -52,6 +53,10 @@
 /* same-flat: a window spans at most this many inputs along H and W (taps and the gaps of
  * their dilation), so a row has fewer border columns, and the kernel's buffer less slack. */
 #define AP_SAME_MAX_SPAN 16
+
+/* f64-direct takes channels-first planes whose input and output have at most this many
+ * values together (its buffer: 32 planes of both, 1 MiB) */
+#define AP_F64_PLANES_MAX 4096
 
 /* nhwc-direct lists a window's taps in an array of this many pointers. */
 #define AP_NHWC_MAX_TAPS 64

@@ -281,14 +281,23 @@ def test_path_is_named_and_matches_scalar(case_id):
 
 
 @pytest.mark.parametrize("layout,shape,kwargs,path", [
-    # channels first: rows of 8 values or more, 10 or more where the column sums save no adds
-    ("NCHW", (1, 2, 9, 10), dict(window_size=(2, 2), strides=(2, 2)), "f64-separable"),
-    ("NCHW", (1, 2, 9, 9), dict(window_size=(2, 2), strides=(2, 2)), "scalar"),
-    ("NCHW", (1, 2, 40, 8), dict(window_size=(3, 3), start_padding=(1, 1),
-                                 end_padding=(1, 1)), "f64-separable"),
-    ("NCHW", (1, 2, 40, 7), dict(window_size=(3, 3), start_padding=(1, 1),
-                                 end_padding=(1, 1)), "scalar"),
-    ("NCHW", (2, 3, 7, 7), dict(window_size=(5, 7)), "scalar"),
+    # channels first: planes whose input and output have at most 4096 values together, on
+    # rows of at most 32 values or where the column sums save no adds, the taps directly on
+    # groups of planes (f64-direct); others on rows of 8 values or more, 10 or more where the
+    # column sums save no adds, column sums, else the scalar kernels
+    ("NCHW", (1, 2, 9, 10), dict(window_size=(2, 2), strides=(2, 2)), "f64-direct"),
+    ("NCHW", (1, 2, 20, 32), dict(window_size=(3, 3)), "f64-direct"),
+    ("NCHW", (1, 2, 20, 33), dict(window_size=(3, 3)), "f64-separable"),
+    ("NCHW", (1, 2, 20, 100), dict(window_size=(2, 2), strides=(2, 2)), "f64-direct"),
+    ("NCHW", (2, 3, 7, 7), dict(window_size=(5, 7)), "f64-direct"),
+    ("NCHW", (1, 1, 2048), dict(window_size=(1,)), "f64-direct"),          # 2048 + 2048
+    ("NCHW", (1, 1, 2049), dict(window_size=(1,)), "f64-separable"),       # 2049 + 2049
+    ("NCHW", (1, 2, 450, 10), dict(window_size=(2, 2), strides=(2, 2)), "f64-separable"),
+    ("NCHW", (1, 2, 450, 9), dict(window_size=(2, 2), strides=(2, 2)), "scalar"),
+    ("NCHW", (1, 2, 520, 8), dict(window_size=(3, 3), start_padding=(1, 1),
+                                  end_padding=(1, 1)), "f64-separable"),
+    ("NCHW", (1, 2, 520, 7), dict(window_size=(3, 3), start_padding=(1, 1),
+                                  end_padding=(1, 1)), "scalar"),
     # one window over each plane: 8 interleaved partial sums
     ("NCHW", (2, 3, 7, 7), dict(window_size=(7, 7)), "f64-global"),
     ("NCHW", (2, 3, 2, 61), dict(window_size=(4, 63), start_padding=(1, 1), end_padding=(1, 1),
@@ -367,9 +376,14 @@ def _f64_in_order(x, k, s, p, layout, include_padding, override, separable, omit
     ("NHWC", (2, 9, 11, 70), 3, 1, 1, "f64-separable"),
     ("NHWC", (1, 12, 10, 13), 5, 1, 2, "f64-separable"),
     ("NHWC", (1, 12, 40, 3), 5, 1, 2, "f64-separable"),   # a run's positions and channels
-    ("NCHW", (2, 3, 20, 37), 3, 1, 1, "f64-separable"),
-    ("NCHW", (1, 2, 40, 45), 15, 1, 7, "f64-separable"),  # runs of 40 and 5 outputs
-    ("NCHW", (1, 2, 20, 36), 2, 2, 0, "f64-separable"),
+    ("NCHW", (2, 3, 20, 110), 3, 1, 1, "f64-separable"),
+    ("NCHW", (1, 2, 40, 105), 15, 1, 7, "f64-separable"),  # runs of 3 blocks and 27 values
+    ("NCHW", (1, 2, 20, 220), 2, 2, 0, "f64-separable"),
+    # planes: 6 (fewer than a vector), 75 (two groups of 32 and 11: whole 8 x 8 blocks
+    # transposed and the values past them), 80
+    ("NCHW", (2, 3, 20, 30), 3, 1, 1, "f64-direct"),
+    ("NCHW", (3, 25, 9, 11), 3, 2, 1, "f64-direct"),
+    ("NCHW", (2, 40, 7, 7), 2, 2, 0, "f64-direct"),
 ])
 @pytest.mark.parametrize("include_padding,override", [(False, None), (True, None), (False, 3)])
 @pytest.mark.parametrize("nan_policy", ["propagate", "omit"])

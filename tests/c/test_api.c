@@ -924,9 +924,10 @@ static void test_explain(void) {
     CHECK(strcmp(ap_isa(), "scalar") != 0 || strstr(line, ": scalar ("), "explain: %s", line);
     CHECK_STATUS(ap_explain_adaptive(&a, &t, AP_DTYPE_BF16, line, sizeof line), AP_OK);
     CHECK(strstr(line, "bf16: "), "explain adaptive: %s", line);
-    /* float64: its own kernel on a vector instruction set, the scalar one else */
+    /* float64: its own kernel on a vector instruction set (a small plane: groups of planes
+     * summed directly), the scalar one else */
     CHECK_STATUS(ap_explain_pool(&d, &t, AP_DTYPE_F64, line, sizeof line), AP_OK);
-    CHECK(strstr(line, strcmp(ap_isa(), "scalar") == 0 ? "f64: scalar (" : "f64: f64-separable ("),
+    CHECK(strstr(line, strcmp(ap_isa(), "scalar") == 0 ? "f64: scalar (" : "f64: f64-direct ("),
           "explain f64: %s", line);
     /* truncated to fit, NUL-terminated; len 0 writes nothing */
     memset(small, 'x', sizeof small);
