@@ -252,7 +252,7 @@ ap_path ap_choose_path(ap_plan *p, int lanes, char *why, size_t why_len) {
          * outputs (Zen 5, 1 thread, builds alternated, against the column sums or the scalar
          * kernels: 3 x 3 s1 p1 on 32x512x7x7 4.3 -> 0.56 ms, on 8x64x32x32 0.60 -> 0.48; 2 x 2
          * s2 on 32x512x14x14 3.1 -> 2.0; 3 x 3 s2 p1 on 8x32x56x56 0.40 -> 0.26), though few
-         * planes fill few lanes (1x1x40x40 3 x 3 s1 2 -> 9 us, 1x8x40x40 12 -> 13). Slower
+         * planes fill few lanes (1x1x32x32 3 x 3 s1 1 -> 6 us, 1x8x32x32 10 -> 10). Slower
          * on longer rows at stride 1, where the column sums run along the row (3 x 3 s1 p1 on
          * 8x64x20x100 0.67 -> 1.02 ms, 7 x 7 s1 p3 on 8x64x40x40 1.5 -> 1.9) and on larger
          * planes (3 x 3 s1 p1 on 8x32x64x64 0.80 -> 1.09). Larger planes on rows of fewer
