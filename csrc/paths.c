@@ -13,6 +13,11 @@
  *   same-flat    'same' windows < 8 on planes <= 16384 elements: the whole
  *                plane's vertical and horizontal sums are flat loops (no
  *                per-row overhead, which dominates small planes);
+ *   planes-cl    float32 planes of at most 1536 input and output elements
+ *                together whose windows nhwc-direct sums (not where same-flat
+ *                takes planes past 10 x 10, nor windows that tile the rows):
+ *                groups of 128 planes transposed to channels last, pooled as
+ *                channels;
  *   plane-flat   rows of at most 40 elements (20 for stride-2 windows that
  *                do not tile the rows) with a stride of 2+ or varying
  *                windows along W: groups of whole planes, the outputs one
@@ -182,6 +187,31 @@ static int ap_nhwc_plane_fits(const ap_plan *p) {
     if (p->axis[0].window * p->axis[1].window > 2)
         for (int64_t ow = 0; ow < aw->out; ++ow)
             if (aw->taps[ow] == 1) return 0;
+    return 1;
+}
+
+/* planes-cl (simd_planes.inc): float32 channels first on planes whose input and output hold
+ * at most AP_PLANES_CL_MAX elements together, where an image of AP_PLANES_CL_GROUP channels
+ * of the same shape would take nhwc-direct; its switches are kept for the kernel. */
+static int ap_choose_planes_cl(ap_plan *p, int lanes, char *why, size_t why_len) {
+    if (p->dtype != AP_DTYPE_F32 || p->in_plane + p->out_plane > AP_PLANES_CL_MAX) return 0;
+    /* not where same-flat pools planes past 10 x 10, nor windows that tile the rows (pair
+     * sums by shuffles): faster channels first; nor windows dilated along W, as channels-last
+     * images of fewer channels than a vector are planned (api.c ap_flatten_channels: each
+     * image one plane) */
+    if ((ap_same_flat_fits(p) && p->in_plane > 100) || ap_rows_tiled(p) || p->axis[2].step != 1)
+        return 0;
+    ap_plan cl = *p;
+    cl.layout = AP_LAYOUT_NHWC, cl.batch = 1, cl.channels = AP_PLANES_CL_GROUP;
+    if (ap_choose_path(&cl, lanes, NULL, 0) != AP_PATH_NHWC_DIRECT) return 0;
+    p->path = AP_PATH_PLANES_CL, p->reason = "small planes, pooled as channels";
+    p->nhwc_rowsums = cl.nhwc_rowsums, p->nhwc_cols = cl.nhwc_cols;
+    AP_WHY("planes of %lld + %lld output elements <= %d: groups of %d planes transposed to "
+           "channels last, nhwc-direct%s", (long long)p->in_plane, (long long)p->out_plane,
+           AP_PLANES_CL_MAX, AP_PLANES_CL_GROUP,
+           p->nhwc_rowsums ? " over a row of column sums"
+           : p->nhwc_cols  ? " by columns shared by 4 outputs along W"
+                           : "");
     return 1;
 }
 
@@ -377,6 +407,7 @@ ap_path ap_choose_path(ap_plan *p, int lanes, char *why, size_t why_len) {
                (long long)ah->in, (long long)aw->in);
         return p->path;
     }
+    if (ap_choose_planes_cl(p, lanes, why, why_len)) return p->path;
     if (ap_same_flat_fits(p)) {
         p->path = AP_PATH_SAME_FLAT, p->reason = "small 'same' windows on a small plane";
         AP_WHY("'same' window %lld x %lld < 8 (dilation %lld x %lld), stride 1, output = "

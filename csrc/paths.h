@@ -31,6 +31,9 @@
     X(PLANE_FLAT, "plane-flat", 0,                                                          \
       "channels first, short rows on small planes, stride 2+ or varying windows along W: "  \
       "groups of whole planes, rows summed into a dense buffer, outputs as one flat run")   \
+    X(PLANES_CL, "planes-cl", 0,                                                            \
+      "channels first, small planes whose windows nhwc-direct sums: groups of planes "      \
+      "transposed to channels last and pooled by nhwc-direct, written back channels first") \
     X(NHWC_DIRECT, "nhwc-direct", 0,                                                        \
       "channels last, small windows (or rows too long for a cached buffer): channel "       \
       "vectors summed over the taps")                                                       \
@@ -57,6 +60,11 @@
 /* f64-direct takes channels-first planes whose input and output have at most this many
  * values together (its buffer: 32 planes of both, 1 MiB) */
 #define AP_F64_PLANES_MAX 4096
+
+/* planes-cl: planes a group (the channels of its channels-last image), and the most
+ * elements of a plane's input and output together (a group's image: 1 MiB of float32) */
+#define AP_PLANES_CL_GROUP 128
+#define AP_PLANES_CL_MAX 1536
 
 /* nhwc-direct lists a window's taps in an array of this many pointers. */
 #define AP_NHWC_MAX_TAPS 64

@@ -28,7 +28,8 @@ TOL_SCALAR = {np.float32: 2e-6, np.float64: 1e-13, np.float16: 1e-3, ml_dtypes.b
 TOL_REF = {np.float32: 3e-5, np.float64: 1e-12, np.float16: 1.5e-3, ml_dtypes.bfloat16: 1e-2}
 BIG = 2**28  # positions past int32 row-buffer indices
 
-# id -> (path, layout, input shape, window kwargs or None, adaptive output sizes or None)
+# id -> (path, layout, input shape, window kwargs or None, adaptive output sizes or None); the
+# path a pair (float32's, the other dtypes') where float32 takes planes-cl
 CASES = {
     "global": ("global", "NCHW", (2, 3, 9, 11), dict(window_size=(9, 11)), None),
     "global-adaptive": ("global", "NCHW", (1, 4, 7, 5, 6), None, (1, 1, 1)),
@@ -39,7 +40,7 @@ CASES = {
                   dict(window_size=(3, 3), start_padding=(1, 1), end_padding=(1, 1)), None),
     "same-flat-5x5": ("same-flat", "NCHW", (1, 2, 9, 11),   # border columns summed in a loop
                       dict(window_size=(5, 5), start_padding=(2, 2), end_padding=(2, 2)), None),
-    "same-flat-w3": ("same-flat", "NCHW", (1, 3, 6, 3),     # 3 wide on 3 columns: one inside
+    "same-flat-w3": (("planes-cl", "same-flat"), "NCHW", (1, 3, 6, 3),  # 3 wide on 3: one inside
                      dict(window_size=(3, 3), start_padding=(1, 1), end_padding=(1, 1)), None),
     "same-flat-dilated": ("same-flat", "NCHW", (1, 2, 13, 17),  # taps 2 and 3 apart
                           dict(window_size=(3, 3), start_padding=(1, 4), end_padding=(3, 2),
@@ -47,12 +48,13 @@ CASES = {
     "same-flat-depth1": ("same-flat", "NCHW", (1, 3, 1, 9, 17),
                          dict(window_size=(1, 5, 3), start_padding=(0, 2, 1),
                               end_padding=(0, 2, 1), include_padding=True), None),
-    "rows-s1": ("rows-s1", "NCHW", (1, 2, 20, 30), dict(window_size=(3, 5)), None),
-    "rows-s1-k3": ("rows-s1", "NCHW", (1, 2, 11, 35), dict(window_size=(2, 3)), None),
-    "rows-s2": ("rows-s2", "NCHW", (1, 2, 17, 33),
+    # (planes past planes-cl's 1536 input and output elements)
+    "rows-s1": ("rows-s1", "NCHW", (1, 2, 20, 60), dict(window_size=(3, 5)), None),
+    "rows-s1-k3": ("rows-s1", "NCHW", (1, 2, 11, 75), dict(window_size=(2, 3)), None),
+    "rows-s2": ("rows-s2", "NCHW", (1, 2, 17, 93),
                 dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 1),
                      end_padding=(1, 1)), None),
-    "rows-s2-k5": ("rows-s2", "NCHW", (1, 2, 9, 41), dict(window_size=(2, 5), strides=(1, 2)),
+    "rows-s2-k5": ("rows-s2", "NCHW", (1, 2, 9, 161), dict(window_size=(2, 5), strides=(1, 2)),
                    None),
     # rows of 512 bytes or more (here f32; f16 and bf16 rows of 300 bytes go across) are summed
     # row by row in strips of 1024 elements (a strip boundary and a tail here); shorter rows
@@ -77,15 +79,15 @@ CASES = {
                                       end_padding=(2, 2)), None),
     "rows-s4k4-1d-wide": ("rows-s4k4", "NCHW", (2, 3, 4403),
                           dict(window_size=(4,), strides=(4,), end_padding=(1,)), None),
-    "rows-s4k4": ("rows-s4k4", "NCHW", (1, 3, 12, 57),
+    "rows-s4k4": ("rows-s4k4", "NCHW", (1, 3, 12, 137),
                   dict(window_size=(4, 4), strides=(4, 4), end_padding=(0, 3)), None),
     "rows-running": ("rows-running", "NCHW", (1, 2, 12, 100),
                      dict(window_size=(9, 40), strides=(2, 1), start_padding=(2, 3),
                           end_padding=(2, 3)), None),
-    "rows-gather": ("rows-gather", "NCHW", (1, 2, 15, 49),
+    "rows-gather": ("rows-gather", "NCHW", (1, 2, 15, 109),
                     dict(window_size=(3, 3), strides=(3, 3), start_padding=(1, 1),
                          dilations=(1, 2)), None),
-    "rows-gather-adaptive": ("rows-gather", "NCHW", (2, 3, 13, 45), None, (5, 7)),
+    "rows-gather-adaptive": ("rows-gather", "NCHW", (2, 3, 13, 125), None, (5, 7)),
     # rows of at most 40 elements (plane-flat): groups of whole planes; windows tiling the
     # rows from their start summed by shuffles (2 x 2 leaving a column over, adaptive 14 -> 7,
     # 4 x 4 on 3-D planes, a divisor that is not a power of two), others gathered (3 x 3
@@ -97,10 +99,27 @@ CASES = {
                           dict(window_size=(2, 4, 4), strides=(1, 4, 4)), None),
     "plane-flat-override": ("plane-flat", "NCHW", (1, 3, 8, 8),
                             dict(window_size=(2, 2), strides=(2, 2), divisor_override=3), None),
-    "plane-flat-3x3s2": ("plane-flat", "NCHW", (1, 9, 11, 13),
+    "plane-flat-3x3s2": ("plane-flat", "NCHW", (1, 9, 100, 13),
                          dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 1),
                               end_padding=(1, 1)), None),
-    "plane-flat-adaptive": ("plane-flat", "NCHW", (2, 3, 13, 17), None, (5, 7)),
+    "plane-flat-adaptive": ("plane-flat", "NCHW", (2, 3, 100, 17), None, (5, 7)),
+    # float32 planes of at most 1536 input and output elements together (planes-cl): groups of
+    # 128 planes transposed to channels last and pooled by nhwc-direct (by columns, over a row
+    # of column sums, over the input), written back channels first; 200 planes make a group
+    # and 72, 150 a group and 22; the other dtypes take the paths named second
+    "planes-cl-same": (("planes-cl", "same-flat"), "NCHW", (2, 100, 7, 7),
+                       dict(window_size=(3, 3), start_padding=(1, 1), end_padding=(1, 1)), None),
+    "planes-cl-3x3s2": (("planes-cl", "plane-flat"), "NCHW", (1, 150, 14, 14),
+                        dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 1),
+                             end_padding=(1, 1), divisor_override=5), None),
+    "planes-cl-adaptive": (("planes-cl", "plane-flat"), "NCHW", (1, 130, 13, 13), None, (7, 7)),
+    "planes-cl-rowsums": (("planes-cl", "rows-s1"), "NCHW", (1, 130, 20, 30),
+                          dict(window_size=(3, 5)), None),
+    "planes-cl-3d": (("planes-cl", "plane-flat"), "NCHW", (1, 70, 4, 6, 9),
+                     dict(window_size=(2, 2, 3), strides=(1, 1, 2), start_padding=(0, 0, 1),
+                          end_padding=(0, 0, 1), include_padding=True), None),
+    "planes-cl-1d": (("planes-cl", "rows-s2"), "NCHW", (2, 70, 50),
+                     dict(window_size=(3,), strides=(2,), start_padding=(1,)), None),
     "int32-fallback": ("scalar-fallback", "NCHW", (1, 3, 5),
                        dict(window_size=(2,), dilations=(BIG,), end_padding=(BIG,)), None),
     # windows 2-3 wide at stride 1 (and 3 wide at stride 2): column sums shared by 4 outputs
@@ -258,9 +277,10 @@ def test_path_is_named_and_matches_scalar(case_id):
         line = _on("scalar", lambda: avgpool.explain(desc, shape, layout=layout, dtype=dtype))
         assert _path_name(line) == "scalar", line
         _close(scalar, want, TOL_REF[dtype], f"scalar {np.dtype(dtype)} vs float64 reference")
+        want_path = path if isinstance(path, str) else path[dtype != np.float32]
         for name in SIMD:
             line = _on(name, lambda: avgpool.explain(desc, shape, layout=layout, dtype=dtype))
-            assert _path_name(line) == path, f"{name}: {line}"
+            assert _path_name(line) == want_path, f"{name}: {line}"
             assert line.startswith(f"isa {name}, layout {layout}, "), line
             got = _on(name, lambda: _pool(case, x))
             assert got.dtype == x.dtype
@@ -554,7 +574,7 @@ def test_stream_threshold_is_the_last_level_cache(monkeypatch):
     ("NCHW", (1, 4, 6, 448), (2, 2), (2, 2), 0),     # 224: the big bench case's row
     ("NCHW", (1, 1, 130, 128), (3, 3), (1, 1), 1),   # stride 1, padded (past same-flat's plane)
     ("NCHW", (1, 1, 140, 160), (5, 5), (1, 1), 2),   # a wider window
-    ("NCHW", (1, 3, 9, 64), (3, 3), (2, 2), 1),      # 32 outputs, stride 2, padded
+    ("NCHW", (1, 3, 20, 64), (3, 3), (2, 2), 1),     # 32 outputs, stride 2, padded
     ("NHWC", (2, 10, 12, 64), (2, 2), (2, 2), 0),    # 64 channels: four lines a position
     ("NHWC", (1, 9, 9, 16), (3, 3), (1, 1), 1),      # one line a position, padded
     ("NHWC", (1, 7, 11, 80), (3, 3), (2, 2), 1),     # 80: a block of 4 vectors and one more

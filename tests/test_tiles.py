@@ -286,6 +286,39 @@ def test_dilated_same_flat_tiles_bitwise(dilations):
     assert_same(_pool_by_tiles(x, desc, parts, whole, "NCHW"), whole)
 
 
+PLANES_CL = {  # float32 channels first on small planes (csrc/kernels/simd_planes.inc)
+    "same-7x7": ((2, 150, 7, 7), dict(window_size=(3, 3), start_padding=(1, 1),
+                                      end_padding=(1, 1))),
+    "3x3s2-14x14": ((1, 200, 14, 14), dict(window_size=(3, 3), strides=(2, 2),
+                                           start_padding=(1, 1), end_padding=(1, 1))),
+    "rowsums-20x30": ((1, 140, 20, 30), dict(window_size=(3, 5))),
+    # nhwc-direct would sum a 2 x 4 window over a row of column sums for 1-2 vectors of
+    # channels, directly for 128: the groups keep the latter
+    "2x4-12x20": ((1, 140, 12, 20), dict(window_size=(2, 4))),
+}
+
+
+@pytest.mark.parametrize("nan_policy", ["propagate", "omit"])
+@pytest.mark.parametrize("name", list(PLANES_CL))
+def test_planes_cl_tiles_and_channel_slices_bitwise(name, nan_policy):
+    """planes-cl pools groups of 128 planes as the channels of a channels-last image, with
+    nhwc-direct's switches chosen for 128 channels whatever the group holds: the tiles of a
+    partition, and a call on a slice of the channels (other groups, a smaller last one), give
+    the whole call's bits."""
+    shape, kwargs = PLANES_CL[name]
+    x = np.random.default_rng(len(name)).standard_normal(shape).astype(np.float32)
+    x[0, 3, :2] = -0.0
+    if nan_policy == "omit":
+        x.flat[::11] = np.nan
+    desc = avgpool.AveragePoolingDesc(**kwargs, nan_policy=nan_policy)
+    assert "planes-cl" in avgpool.explain(desc, shape) or avgpool._core.isa() == "scalar"
+    whole = avgpool.average_pool(x, desc)
+    parts = [[slice(0, n // 3), slice(n // 3, n - 2), slice(n - 2, n)] for n in whole.shape[2:]]
+    assert_same(_pool_by_tiles(x, desc, parts, whole, "NCHW"), whole)
+    for c0 in (37, shape[1] - 5):
+        assert_same(avgpool.average_pool(np.ascontiguousarray(x[:, c0:]), desc), whole[:, c0:])
+
+
 def test_flattened_channels_tile_of_padding_only_windows():
     """test_dask's hypothesis run found a tile that failed with AP_ERR_TILE: a channels-last
     call the core flattens to one channel of W x C (here L = 1, C = 2) whose tile holds only

@@ -28,9 +28,9 @@ def explain(desc: Union[AveragePoolingDesc, AdaptiveAveragePoolingDesc, Sequence
     ``desc`` is an :class:`AveragePoolingDesc`, an :class:`AdaptiveAveragePoolingDesc` or a
     sequence of adaptive output sizes. Raises the errors a call would raise for the shape. The
     path names (``global``, ``same-flat``, ``rows-s1``, ``rows-s2``, ``rows-s4k4``,
-    ``rows-running``, ``rows-gather``, ``plane-flat``, ``scalar-fallback``, ``nhwc-direct``,
-    ``nhwc-separable``, ``box``, ``f64-separable``, ``f64-direct``, ``f64-global``, ``scalar``,
-    ``none``) describe the implementation and may change between versions.
+    ``rows-running``, ``rows-gather``, ``plane-flat``, ``planes-cl``, ``scalar-fallback``,
+    ``nhwc-direct``, ``nhwc-separable``, ``box``, ``f64-separable``, ``f64-direct``,
+    ``f64-global``, ``scalar``, ``none``) describe the implementation and may change between versions.
 
     >>> import avgpool
     >>> line = avgpool.explain(avgpool.AveragePoolingDesc((9, 9)), (1, 2, 9, 9))

@@ -693,10 +693,12 @@ static tcase fixed_pool(int rank, ap_layout layout, int64_t n, int64_t ch, const
     return c;
 }
 
+#define AP_PATH_CASES_MAX 40
 /* One case per path, with a shape only that path takes (on every SIMD
  * instruction set: 4 to 16 lanes); run on every dtype. */
-static int path_cases(tcase *cases, int *paths) {
+static int path_cases(tcase *cases, int *paths, int *f32_paths) {
     int n = 0;
+    for (int i = 0; i < AP_PATH_CASES_MAX; ++i) f32_paths[i] = -1; /* float32's path where it differs */
 #define SZ(...) ((const int64_t[]){__VA_ARGS__})
     /* global: one window over each 9 x 11 plane */
     paths[n] = AP_PATH_GLOBAL;
@@ -713,16 +715,17 @@ static int path_cases(tcase *cases, int *paths) {
     paths[n] = AP_PATH_SAME_FLAT;
     cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 2, SZ(13, 17), SZ(3, 3), NULL, SZ(1, 4),
                             SZ(3, 2), SZ(2, 3));
-    /* rows-s1: 3 x 5 windows, stride 1, no padding (output smaller than input) */
+    /* rows-s1: 3 x 5 windows, stride 1, no padding (output smaller than input); here and
+     * below, planes past planes-cl's 1536 input and output elements */
     paths[n] = AP_PATH_ROWS_S1;
-    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 2, SZ(20, 30), SZ(3, 5), NULL, NULL, NULL, NULL);
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 2, SZ(20, 60), SZ(3, 5), NULL, NULL, NULL, NULL);
     /* rows-s2 */
     paths[n] = AP_PATH_ROWS_S2;
-    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 2, SZ(17, 33), SZ(3, 3), SZ(2, 2), SZ(1, 1),
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 2, SZ(17, 93), SZ(3, 3), SZ(2, 2), SZ(1, 1),
                             SZ(1, 1), NULL);
     /* rows-s4k4 (rows longer than plane-flat's) */
     paths[n] = AP_PATH_ROWS_S4K4;
-    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 3, SZ(12, 57), SZ(4, 4), SZ(4, 4), NULL,
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 3, SZ(12, 137), SZ(4, 4), SZ(4, 4), NULL,
                             SZ(0, 3), NULL);
     /* plane-flat, windows tiling the rows: 2 x 2 stride 2 on rows of 15 (the last column
      * left over), 4 x 4 stride 4 on 3-D planes; shuffles over groups of whole planes */
@@ -735,7 +738,15 @@ static int path_cases(tcase *cases, int *paths) {
     /* plane-flat, gathered: 3 x 3 stride 2 pad 1 (divisors vary at the borders), and
      * stride 3 dilation 2 */
     paths[n] = AP_PATH_PLANE_FLAT;
-    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 9, SZ(11, 13), SZ(3, 3), SZ(2, 2), SZ(1, 1),
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 9, SZ(100, 13), SZ(3, 3), SZ(2, 2), SZ(1, 1),
+                            SZ(1, 1), NULL);
+    /* planes-cl (float32; the other dtypes take the path in paths[]): a 'same' 3 x 3 on 7 x 7
+     * planes (200: a group of 128 and 72), 3 x 3 stride 2 on 14 x 14 */
+    f32_paths[n] = AP_PATH_PLANES_CL, paths[n] = AP_PATH_SAME_FLAT;
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 2, 100, SZ(7, 7), SZ(3, 3), NULL, SZ(1, 1),
+                            SZ(1, 1), NULL);
+    f32_paths[n] = AP_PATH_PLANES_CL, paths[n] = AP_PATH_PLANE_FLAT;
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 150, SZ(14, 14), SZ(3, 3), SZ(2, 2), SZ(1, 1),
                             SZ(1, 1), NULL);
     paths[n] = AP_PATH_PLANE_FLAT;
     cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 2, 3, SZ(10, 29), SZ(3, 3), SZ(3, 3), SZ(1, 1),
@@ -820,9 +831,9 @@ static int path_cases(tcase *cases, int *paths) {
 
 /* Every path case on every dtype (float64 takes its own paths, or the scalar one). */
 static void check_paths(stats *st) {
-    tcase cases[32];
-    int paths[32];
-    const int n = path_cases(cases, paths);
+    tcase cases[AP_PATH_CASES_MAX];
+    int paths[AP_PATH_CASES_MAX], f32_paths[AP_PATH_CASES_MAX];
+    const int n = path_cases(cases, paths, f32_paths);
     for (int i = 0; i < n; ++i)
         for (int di = 0; di < 4; ++di) {
             tcase c = cases[i];
@@ -830,7 +841,9 @@ static void check_paths(stats *st) {
             c.threads = di % 2 ? 2 : 1;
             tu_seed(777u + (uint64_t)(i * 4 + di));
             check_case(&c, -1 - (i * 4 + di), st,
-                       c.dt == AP_DTYPE_F64 && paths[i] != AP_PATH_NONE ? WANT_F64 : paths[i]);
+                       c.dt == AP_DTYPE_F64 && paths[i] != AP_PATH_NONE ? WANT_F64
+                       : c.dt == AP_DTYPE_F32 && f32_paths[i] >= 0    ? f32_paths[i]
+                                                                       : paths[i]);
         }
     printf("path cases: %d shapes x 4 dtypes, each path named by ap_explain_* and compared with "
            "scalar and the float64 reference\n", n);
