@@ -16,8 +16,8 @@
  *   planes-cl    float32 planes of at most 1536 input and output elements
  *                together whose windows nhwc-direct sums (not where same-flat
  *                takes planes past 10 x 10, nor windows that tile the rows):
- *                groups of 128 planes transposed to channels last, pooled as
- *                channels;
+ *                groups of up to 128 planes transposed to channels last,
+ *                pooled as channels;
  *   plane-flat   rows of at most 40 elements (20 for stride-2 windows that
  *                do not tile the rows) with a stride of 2+ or varying
  *                windows along W: groups of whole planes, the outputs one
@@ -206,7 +206,7 @@ static int ap_choose_planes_cl(ap_plan *p, int lanes, char *why, size_t why_len)
     if (ap_choose_path(&cl, lanes, NULL, 0) != AP_PATH_NHWC_DIRECT) return 0;
     p->path = AP_PATH_PLANES_CL, p->reason = "small planes, pooled as channels";
     p->nhwc_rowsums = cl.nhwc_rowsums, p->nhwc_cols = cl.nhwc_cols;
-    AP_WHY("planes of %lld + %lld output elements <= %d: groups of %d planes transposed to "
+    AP_WHY("planes of %lld + %lld output elements <= %d: groups of up to %d planes transposed to "
            "channels last, nhwc-direct%s", (long long)p->in_plane, (long long)p->out_plane,
            AP_PLANES_CL_MAX, AP_PLANES_CL_GROUP,
            p->nhwc_rowsums ? " over a row of column sums"

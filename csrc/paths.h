@@ -61,8 +61,9 @@
  * values together (its buffer: 32 planes of both, 1 MiB) */
 #define AP_F64_PLANES_MAX 4096
 
-/* planes-cl: planes a group (the channels of its channels-last image), and the most
- * elements of a plane's input and output together (a group's image: 1 MiB of float32) */
+/* planes-cl: the channels that nhwc-direct's switches are chosen for, and the most planes a
+ * group (the channels of its channels-last image); the most elements of a plane's input and
+ * output together */
 #define AP_PLANES_CL_GROUP 128
 #define AP_PLANES_CL_MAX 1536
 

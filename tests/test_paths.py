@@ -104,9 +104,9 @@ CASES = {
                               end_padding=(1, 1)), None),
     "plane-flat-adaptive": ("plane-flat", "NCHW", (2, 3, 100, 17), None, (5, 7)),
     # float32 planes of at most 1536 input and output elements together (planes-cl): groups of
-    # 128 planes transposed to channels last and pooled by nhwc-direct (by columns, over a row
-    # of column sums, over the input), written back channels first; 200 planes make a group
-    # and 72, 150 a group and 22; the other dtypes take the paths named second
+    # up to 128 planes transposed to channels last and pooled by nhwc-direct (by columns, over
+    # a row of column sums, over the input), written back channels first; 200 and 150 planes
+    # leave a smaller last group; the other dtypes take the paths named second
     "planes-cl-same": (("planes-cl", "same-flat"), "NCHW", (2, 100, 7, 7),
                        dict(window_size=(3, 3), start_padding=(1, 1), end_padding=(1, 1)), None),
     "planes-cl-3x3s2": (("planes-cl", "plane-flat"), "NCHW", (1, 150, 14, 14),

@@ -301,8 +301,8 @@ PLANES_CL = {  # float32 channels first on small planes (csrc/kernels/simd_plane
 @pytest.mark.parametrize("nan_policy", ["propagate", "omit"])
 @pytest.mark.parametrize("name", list(PLANES_CL))
 def test_planes_cl_tiles_and_channel_slices_bitwise(name, nan_policy):
-    """planes-cl pools groups of 128 planes as the channels of a channels-last image, with
-    nhwc-direct's switches chosen for 128 channels whatever the group holds: the tiles of a
+    """planes-cl pools groups of up to 128 planes as the channels of a channels-last image,
+    with nhwc-direct's switches chosen for 128 channels whatever a group holds: the tiles of a
     partition, and a call on a slice of the channels (other groups, a smaller last one), give
     the whole call's bits."""
     shape, kwargs = PLANES_CL[name]
