@@ -13,7 +13,7 @@
  *   same-flat    'same' windows < 8 on planes <= 16384 elements: the whole
  *                plane's vertical and horizontal sums are flat loops (no
  *                per-row overhead, which dominates small planes);
- *   planes-cl    float32 planes of at most 1536 input and output elements
+ *   planes-cl    float32 planes of at most 2048 input and output elements
  *                together whose windows nhwc-direct sums (not where same-flat
  *                takes planes past 10 x 10, nor windows that tile the rows):
  *                groups of up to 128 planes transposed to channels last,

@@ -65,7 +65,7 @@
  * group (the channels of its channels-last image); the most elements of a plane's input and
  * output together */
 #define AP_PLANES_CL_GROUP 128
-#define AP_PLANES_CL_MAX 1536
+#define AP_PLANES_CL_MAX 2048
 
 /* nhwc-direct lists a window's taps in an array of this many pointers. */
 #define AP_NHWC_MAX_TAPS 64

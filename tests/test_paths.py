@@ -48,10 +48,10 @@ CASES = {
     "same-flat-depth1": ("same-flat", "NCHW", (1, 3, 1, 9, 17),
                          dict(window_size=(1, 5, 3), start_padding=(0, 2, 1),
                               end_padding=(0, 2, 1), include_padding=True), None),
-    # (planes past planes-cl's 1536 input and output elements)
+    # (planes past planes-cl's 2048 input and output elements)
     "rows-s1": ("rows-s1", "NCHW", (1, 2, 20, 60), dict(window_size=(3, 5)), None),
-    "rows-s1-k3": ("rows-s1", "NCHW", (1, 2, 11, 75), dict(window_size=(2, 3)), None),
-    "rows-s2": ("rows-s2", "NCHW", (1, 2, 17, 93),
+    "rows-s1-k3": ("rows-s1", "NCHW", (1, 2, 11, 100), dict(window_size=(2, 3)), None),
+    "rows-s2": ("rows-s2", "NCHW", (1, 2, 17, 121),
                 dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 1),
                      end_padding=(1, 1)), None),
     "rows-s2-k5": ("rows-s2", "NCHW", (1, 2, 9, 161), dict(window_size=(2, 5), strides=(1, 2)),
@@ -79,7 +79,7 @@ CASES = {
                                       end_padding=(2, 2)), None),
     "rows-s4k4-1d-wide": ("rows-s4k4", "NCHW", (2, 3, 4403),
                           dict(window_size=(4,), strides=(4,), end_padding=(1,)), None),
-    "rows-s4k4": ("rows-s4k4", "NCHW", (1, 3, 12, 137),
+    "rows-s4k4": ("rows-s4k4", "NCHW", (1, 3, 12, 177),
                   dict(window_size=(4, 4), strides=(4, 4), end_padding=(0, 3)), None),
     "rows-running": ("rows-running", "NCHW", (1, 2, 12, 100),
                      dict(window_size=(9, 40), strides=(2, 1), start_padding=(2, 3),
@@ -87,7 +87,7 @@ CASES = {
     "rows-gather": ("rows-gather", "NCHW", (1, 2, 15, 109),
                     dict(window_size=(3, 3), strides=(3, 3), start_padding=(1, 1),
                          dilations=(1, 2)), None),
-    "rows-gather-adaptive": ("rows-gather", "NCHW", (2, 3, 13, 125), None, (5, 7)),
+    "rows-gather-adaptive": ("rows-gather", "NCHW", (2, 3, 13, 161), None, (5, 7)),
     # rows of at most 40 elements (plane-flat): groups of whole planes; windows tiling the
     # rows from their start summed by shuffles (2 x 2 leaving a column over, adaptive 14 -> 7,
     # 4 x 4 on 3-D planes, a divisor that is not a power of two), others gathered (3 x 3
@@ -99,11 +99,11 @@ CASES = {
                           dict(window_size=(2, 4, 4), strides=(1, 4, 4)), None),
     "plane-flat-override": ("plane-flat", "NCHW", (1, 3, 8, 8),
                             dict(window_size=(2, 2), strides=(2, 2), divisor_override=3), None),
-    "plane-flat-3x3s2": ("plane-flat", "NCHW", (1, 9, 100, 13),
+    "plane-flat-3x3s2": ("plane-flat", "NCHW", (1, 9, 130, 13),
                          dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 1),
                               end_padding=(1, 1)), None),
-    "plane-flat-adaptive": ("plane-flat", "NCHW", (2, 3, 100, 17), None, (5, 7)),
-    # float32 planes of at most 1536 input and output elements together (planes-cl): groups of
+    "plane-flat-adaptive": ("plane-flat", "NCHW", (2, 3, 125, 17), None, (5, 7)),
+    # float32 planes of at most 2048 input and output elements together (planes-cl): groups of
     # up to 128 planes transposed to channels last and pooled by nhwc-direct (by columns, over
     # a row of column sums, over the input), written back channels first; 200 and 150 planes
     # leave a smaller last group; the other dtypes take the paths named second
@@ -574,7 +574,7 @@ def test_stream_threshold_is_the_last_level_cache(monkeypatch):
     ("NCHW", (1, 4, 6, 448), (2, 2), (2, 2), 0),     # 224: the big bench case's row
     ("NCHW", (1, 1, 130, 128), (3, 3), (1, 1), 1),   # stride 1, padded (past same-flat's plane)
     ("NCHW", (1, 1, 140, 160), (5, 5), (1, 1), 2),   # a wider window
-    ("NCHW", (1, 3, 20, 64), (3, 3), (2, 2), 1),     # 32 outputs, stride 2, padded
+    ("NCHW", (1, 3, 30, 64), (3, 3), (2, 2), 1),     # 32 outputs, stride 2, padded
     ("NHWC", (2, 10, 12, 64), (2, 2), (2, 2), 0),    # 64 channels: four lines a position
     ("NHWC", (1, 9, 9, 16), (3, 3), (1, 1), 1),      # one line a position, padded
     ("NHWC", (1, 7, 11, 80), (3, 3), (2, 2), 1),     # 80: a block of 4 vectors and one more

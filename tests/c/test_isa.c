@@ -716,16 +716,16 @@ static int path_cases(tcase *cases, int *paths, int *f32_paths) {
     cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 2, SZ(13, 17), SZ(3, 3), NULL, SZ(1, 4),
                             SZ(3, 2), SZ(2, 3));
     /* rows-s1: 3 x 5 windows, stride 1, no padding (output smaller than input); here and
-     * below, planes past planes-cl's 1536 input and output elements */
+     * below, planes past planes-cl's 2048 input and output elements */
     paths[n] = AP_PATH_ROWS_S1;
     cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 2, SZ(20, 60), SZ(3, 5), NULL, NULL, NULL, NULL);
     /* rows-s2 */
     paths[n] = AP_PATH_ROWS_S2;
-    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 2, SZ(17, 93), SZ(3, 3), SZ(2, 2), SZ(1, 1),
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 2, SZ(17, 121), SZ(3, 3), SZ(2, 2), SZ(1, 1),
                             SZ(1, 1), NULL);
     /* rows-s4k4 (rows longer than plane-flat's) */
     paths[n] = AP_PATH_ROWS_S4K4;
-    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 3, SZ(12, 137), SZ(4, 4), SZ(4, 4), NULL,
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 3, SZ(12, 177), SZ(4, 4), SZ(4, 4), NULL,
                             SZ(0, 3), NULL);
     /* plane-flat, windows tiling the rows: 2 x 2 stride 2 on rows of 15 (the last column
      * left over), 4 x 4 stride 4 on 3-D planes; shuffles over groups of whole planes */
@@ -738,7 +738,7 @@ static int path_cases(tcase *cases, int *paths, int *f32_paths) {
     /* plane-flat, gathered: 3 x 3 stride 2 pad 1 (divisors vary at the borders), and
      * stride 3 dilation 2 */
     paths[n] = AP_PATH_PLANE_FLAT;
-    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 9, SZ(100, 13), SZ(3, 3), SZ(2, 2), SZ(1, 1),
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 9, SZ(130, 13), SZ(3, 3), SZ(2, 2), SZ(1, 1),
                             SZ(1, 1), NULL);
     /* planes-cl (float32; the other dtypes take the path in paths[]): a 'same' 3 x 3 on 7 x 7
      * planes (200: a group of 128 and 72), 3 x 3 stride 2 on 14 x 14 */
