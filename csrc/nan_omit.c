@@ -175,10 +175,18 @@ static ap_plan ap_sums_of(const ap_plan *p) {
     return sums;
 }
 
-/* ap_sums_of(p) with its path chosen. */
-static ap_plan ap_sums_plan(const ap_plan *p, const ap_kernel_table *table) {
+/* ap_sums_of(p) with its path chosen, p a part of the call's plan `call` (its planes, images
+ * or unit). planes-cl sums in nhwc-direct's order, the other channels-first paths in theirs:
+ * where either the call or these sums take it, the sums follow the call (a tile's plan holds
+ * the whole call's path, chosen for another shape; float16's was chosen without planes-cl),
+ * so that a tile sums as the whole call does. (A float16 'same'-flat call's sums then go
+ * through rows-s1: the same sums.) */
+static ap_plan ap_sums_plan(const ap_plan *p, const ap_plan *call, const ap_kernel_table *table) {
     ap_plan sums = ap_sums_of(p);
-    ap_choose_path(&sums, table->lanes[AP_DTYPE_F32], NULL, 0);
+    const int lanes = table->lanes[AP_DTYPE_F32];
+    ap_choose_path(&sums, lanes, NULL, 0);
+    if (sums.path == AP_PATH_PLANES_CL || call->path == AP_PATH_PLANES_CL)
+        ap_choose_tile_path(&sums, call, lanes);
     return sums;
 }
 
@@ -288,7 +296,7 @@ static ap_status ap_omit_group(const ap_omit_job *j, int64_t u0, float *buf) {
         part.batch = g;
     else
         part.channels = g;
-    const ap_plan sums = ap_sums_plan(&part, j->table);
+    const ap_plan sums = ap_sums_plan(&part, j->p, j->table);
     return ap_omit_block(&part, &sums, j->table->pool[part.layout][AP_DTYPE_F32],
                          (const char *)j->x + (size_t)(u0 * j->unit_in) * j->esize,
                          (char *)j->y + (size_t)(u0 * j->unit_out) * j->esize, buf);
@@ -345,7 +353,7 @@ ap_status ap_omit_run(const ap_plan *p, const ap_kernel_table *table, const void
             if (t.in_size[a] > span) span = t.in_size[a];
         }
         j.buf_floats = 2 * span * j.in_inner + 2 * AP_OMIT_BAND * j.out_inner + 2 * p->axis[2].out;
-        j.sums_unit = ap_sums_plan(&j.unit, table);
+        j.sums_unit = ap_sums_plan(&j.unit, p, table);
         j.items = units * j.bands;
     } else {
         j.group = AP_OMIT_GROUP_ELEMS / j.unit_in;

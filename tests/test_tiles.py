@@ -319,6 +319,27 @@ def test_planes_cl_tiles_and_channel_slices_bitwise(name, nan_policy):
         assert_same(avgpool.average_pool(np.ascontiguousarray(x[:, c0:]), desc), whole[:, c0:])
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("shape,kwargs", [
+    ((1, 40, 60, 60), dict(window_size=(3, 3), strides=(3, 3))),       # rows-gather
+    ((1, 40, 60, 60), dict(window_size=(2, 5), strides=(1, 2))),       # rows-s2
+    ((1, 140, 12, 12), dict(window_size=(2, 5), start_padding=(0, 2), end_padding=(1, 2))),
+])
+def test_nan_omitting_tiles_sum_as_the_whole_call(dtype, shape, kwargs):
+    """NaN omission sums the input and its NaN indicator in float32 with a path of its own
+    (csrc/nan_omit.c); a tile's sums follow the whole call's path, not one chosen for the
+    tile's shape: tiles of a channels-first call on planes that planes-cl does not take
+    (too large, or 'same' windows past 10 x 10 for same-flat) would otherwise take it and sum
+    in nhwc-direct's order (float32 tiles differed in the last bits; float16 calls sum in
+    float32 too, but their rounding to float16 hid the differences here)."""
+    x = np.random.default_rng(9).standard_normal(shape).astype(dtype)
+    x.flat[::7] = np.nan
+    desc = avgpool.AveragePoolingDesc(**kwargs, nan_policy="omit")
+    whole = avgpool.average_pool(x, desc)
+    parts = [[slice(0, 2), slice(2, n)] for n in whole.shape[2:]]
+    assert_same(_pool_by_tiles(x, desc, parts, whole, "NCHW"), whole)
+
+
 def test_flattened_channels_tile_of_padding_only_windows():
     """test_dask's hypothesis run found a tile that failed with AP_ERR_TILE: a channels-last
     call the core flattens to one channel of W x C (here L = 1, C = 2) whose tile holds only
