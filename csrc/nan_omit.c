@@ -196,10 +196,12 @@ static ap_plan ap_sums_plan(const ap_plan *p, const ap_plan *call, const ap_kern
  * each a tile of the plane (ap_plan_tile) whose sums take the plane's path;
  * bands start at multiples of AP_OMIT_BAND of the whole array, so a tile of
  * the whole array gets the same bands. Returns -1 when no axis fits (the
- * plane then goes whole). 16 output rows of a 4096-wide plane read 512 KiB:
- * the band's passes run in L2 (256 rows, 8 MiB: 23.4 -> 18.5 ms for a 2 x 2
- * omit-mean of 4096 x 4096 at 1 thread). */
-#define AP_OMIT_BAND 16
+ * plane then goes whole). 32 output rows of a 4096-wide 2 x 2 mean read 1 MiB,
+ * whose passes run in L2 (Intel VM, 1 thread, 2 x 2 omit-mean of 4096 x 4096:
+ * bands of 256 rows, 8 MiB, 23.4 ms, of 16 rows 18.5); each band is a tile
+ * with tables of its own (Zen 5, the same mean: bands of 8 rows 13.1 ms, 16
+ * 9.7, 32 8.1, 64 8.0; at 2 threads 16 5.4, 32 4.4; 15 x 15 the same). */
+#define AP_OMIT_BAND 32
 static int ap_omit_band_axis(const ap_plan *p) {
     for (int a = 0; a < 3; ++a) {
         if (p->axis[a].out > 1) return a;

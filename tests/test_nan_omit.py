@@ -204,7 +204,7 @@ def test_nan_fields_validated_and_pickled():
 
 
 # csrc/nan_omit.c's work items: one group of planes; several groups (of 128 Ki input elements);
-# bands of 16 output rows of planes past 128 Ki elements
+# bands of 32 output rows of planes past 128 Ki elements
 @pytest.mark.parametrize("nchw_shape", [(2, 5, 64, 70), (4, 40, 64, 70), (2, 3, 420, 330)],
                          ids=["one-group", "groups", "bands"])
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
@@ -221,11 +221,12 @@ def test_omit_threads_identical(layout, nchw_shape):
 
 @pytest.mark.parametrize("layout,shape", [("NCHW", (1, 1, 2100, 2050)), ("NHWC", (1, 1200, 1200, 3))])
 def test_omit_large_plane_in_bands(layout, shape):
-    """A plane of more than 128 Ki elements goes through csrc/nan_omit.c in bands of 16 output
+    """A plane of more than 128 Ki elements goes through csrc/nan_omit.c in bands of 32 output
     rows (scratch memory that stays in cache): against the scalar float64 kernels (the oracle;
     every instruction set runs float64 on them), with the float32 tolerance; and a tile starting
-    on a multiple of 16 rows gives the whole call's bits, as does one starting inside a band for
-    the 2 x 2 windows (no running sums, whose restarts fall every 16 outputs)."""
+    on a multiple of 16 rows (here inside a band) gives the whole call's bits, as does one
+    starting anywhere for the 2 x 2 windows (no running sums, whose restarts fall every 16
+    outputs)."""
     rng = np.random.default_rng(3)
     x = rng.standard_normal(shape).astype(np.float32)
     x[rng.random(shape) < 0.05] = np.nan
