@@ -178,9 +178,8 @@ static ap_plan ap_sums_of(const ap_plan *p) {
 /* ap_sums_of(p) with its path chosen, p a part of the call's plan `call` (its planes, images
  * or unit). planes-cl sums in nhwc-direct's order, the other channels-first paths in theirs:
  * where either the call or these sums take it, the sums follow the call (a tile's plan holds
- * the whole call's path, chosen for another shape; float16's was chosen without planes-cl),
- * so that a tile sums as the whole call does. (A float16 'same'-flat call's sums then go
- * through rows-s1: the same sums.) */
+ * the whole call's path, chosen for the whole array's shape), so that a tile sums as the
+ * whole call does. */
 static ap_plan ap_sums_plan(const ap_plan *p, const ap_plan *call, const ap_kernel_table *table) {
     ap_plan sums = ap_sums_of(p);
     const int lanes = table->lanes[AP_DTYPE_F32];

@@ -13,7 +13,7 @@
  *   same-flat    'same' windows < 8 on planes <= 16384 elements: the whole
  *                plane's vertical and horizontal sums are flat loops (no
  *                per-row overhead, which dominates small planes);
- *   planes-cl    float32 planes of at most 2048 input and output elements
+ *   planes-cl    planes of at most 2048 input and output elements
  *                together whose windows nhwc-direct sums (not where same-flat
  *                takes planes past 10 x 10, nor windows that tile the rows):
  *                groups of up to 128 planes transposed to channels last,
@@ -190,11 +190,11 @@ static int ap_nhwc_plane_fits(const ap_plan *p) {
     return 1;
 }
 
-/* planes-cl (simd_planes.inc): float32 channels first on planes whose input and output hold
- * at most AP_PLANES_CL_MAX elements together, where an image of AP_PLANES_CL_GROUP channels
+/* planes-cl (simd_planes.inc): channels first on planes whose input and output hold at most
+ * AP_PLANES_CL_MAX elements together, where an image of AP_PLANES_CL_GROUP channels
  * of the same shape would take nhwc-direct; its switches are kept for the kernel. */
 static int ap_choose_planes_cl(ap_plan *p, int lanes, char *why, size_t why_len) {
-    if (p->dtype != AP_DTYPE_F32 || p->in_plane + p->out_plane > AP_PLANES_CL_MAX) return 0;
+    if (p->in_plane + p->out_plane > AP_PLANES_CL_MAX) return 0;
     /* not where same-flat pools planes past 10 x 10, nor windows that tile the rows (pair
      * sums by shuffles): faster channels first; nor windows dilated along W, as channels-last
      * images of fewer channels than a vector are planned (api.c ap_flatten_channels: each

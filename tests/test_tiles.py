@@ -13,6 +13,7 @@ the windows' taps written from the definition.
 
 import itertools
 
+import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import given
@@ -298,20 +299,22 @@ PLANES_CL = {  # float32 channels first on small planes (csrc/kernels/simd_plane
 }
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, ml_dtypes.bfloat16])
 @pytest.mark.parametrize("nan_policy", ["propagate", "omit"])
 @pytest.mark.parametrize("name", list(PLANES_CL))
-def test_planes_cl_tiles_and_channel_slices_bitwise(name, nan_policy):
+def test_planes_cl_tiles_and_channel_slices_bitwise(name, nan_policy, dtype):
     """planes-cl pools groups of up to 128 planes as the channels of a channels-last image,
     with nhwc-direct's switches chosen for 128 channels whatever a group holds: the tiles of a
     partition, and a call on a slice of the channels (other groups, a smaller last one), give
     the whole call's bits."""
     shape, kwargs = PLANES_CL[name]
-    x = np.random.default_rng(len(name)).standard_normal(shape).astype(np.float32)
+    x = np.random.default_rng(len(name)).standard_normal(shape).astype(dtype)
     x[0, 3, :2] = -0.0
     if nan_policy == "omit":
         x.flat[::11] = np.nan
     desc = avgpool.AveragePoolingDesc(**kwargs, nan_policy=nan_policy)
-    assert "planes-cl" in avgpool.explain(desc, shape) or avgpool._core.isa() == "scalar"
+    assert "planes-cl" in avgpool.explain(desc, shape, dtype=dtype) or \
+        avgpool._core.isa() == "scalar"
     whole = avgpool.average_pool(x, desc)
     parts = [[slice(0, n // 3), slice(n // 3, n - 2), slice(n - 2, n)] for n in whole.shape[2:]]
     assert_same(_pool_by_tiles(x, desc, parts, whole, "NCHW"), whole)

@@ -696,9 +696,8 @@ static tcase fixed_pool(int rank, ap_layout layout, int64_t n, int64_t ch, const
 #define AP_PATH_CASES_MAX 40
 /* One case per path, with a shape only that path takes (on every SIMD
  * instruction set: 4 to 16 lanes); run on every dtype. */
-static int path_cases(tcase *cases, int *paths, int *f32_paths) {
+static int path_cases(tcase *cases, int *paths) {
     int n = 0;
-    for (int i = 0; i < AP_PATH_CASES_MAX; ++i) f32_paths[i] = -1; /* float32's path where it differs */
 #define SZ(...) ((const int64_t[]){__VA_ARGS__})
     /* global: one window over each 9 x 11 plane */
     paths[n] = AP_PATH_GLOBAL;
@@ -740,17 +739,17 @@ static int path_cases(tcase *cases, int *paths, int *f32_paths) {
     paths[n] = AP_PATH_PLANE_FLAT;
     cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 9, SZ(130, 13), SZ(3, 3), SZ(2, 2), SZ(1, 1),
                             SZ(1, 1), NULL);
-    /* planes-cl (float32; the other dtypes take the path in paths[]): a 'same' 3 x 3 on 7 x 7
-     * planes (200: a group of 128 and 72), 3 x 3 stride 2 on 14 x 14 */
-    f32_paths[n] = AP_PATH_PLANES_CL, paths[n] = AP_PATH_SAME_FLAT;
-    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 2, 100, SZ(7, 7), SZ(3, 3), NULL, SZ(1, 1),
-                            SZ(1, 1), NULL);
-    f32_paths[n] = AP_PATH_PLANES_CL, paths[n] = AP_PATH_PLANE_FLAT;
-    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 150, SZ(14, 14), SZ(3, 3), SZ(2, 2), SZ(1, 1),
-                            SZ(1, 1), NULL);
     paths[n] = AP_PATH_PLANE_FLAT;
     cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 2, 3, SZ(10, 29), SZ(3, 3), SZ(3, 3), SZ(1, 1),
                             NULL, SZ(1, 2));
+    /* planes-cl: a 'same' 3 x 3 on 7 x 7 planes (200: groups of up to 128 and a smaller last
+     * one), 3 x 3 stride 2 on 14 x 14 */
+    paths[n] = AP_PATH_PLANES_CL;
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 2, 100, SZ(7, 7), SZ(3, 3), NULL, SZ(1, 1),
+                            SZ(1, 1), NULL);
+    paths[n] = AP_PATH_PLANES_CL;
+    cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 150, SZ(14, 14), SZ(3, 3), SZ(2, 2), SZ(1, 1),
+                            SZ(1, 1), NULL);
     /* rows-s1 in column strips: rows of 1100, a 7-row window (rows_nchw_ strips) */
     paths[n] = AP_PATH_ROWS_S1;
     cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 2, SZ(37, 1100), SZ(7, 5), NULL, SZ(3, 2),
@@ -832,8 +831,8 @@ static int path_cases(tcase *cases, int *paths, int *f32_paths) {
 /* Every path case on every dtype (float64 takes its own paths, or the scalar one). */
 static void check_paths(stats *st) {
     tcase cases[AP_PATH_CASES_MAX];
-    int paths[AP_PATH_CASES_MAX], f32_paths[AP_PATH_CASES_MAX];
-    const int n = path_cases(cases, paths, f32_paths);
+    int paths[AP_PATH_CASES_MAX];
+    const int n = path_cases(cases, paths);
     for (int i = 0; i < n; ++i)
         for (int di = 0; di < 4; ++di) {
             tcase c = cases[i];
@@ -841,9 +840,7 @@ static void check_paths(stats *st) {
             c.threads = di % 2 ? 2 : 1;
             tu_seed(777u + (uint64_t)(i * 4 + di));
             check_case(&c, -1 - (i * 4 + di), st,
-                       c.dt == AP_DTYPE_F64 && paths[i] != AP_PATH_NONE ? WANT_F64
-                       : c.dt == AP_DTYPE_F32 && f32_paths[i] >= 0    ? f32_paths[i]
-                                                                       : paths[i]);
+                       c.dt == AP_DTYPE_F64 && paths[i] != AP_PATH_NONE ? WANT_F64 : paths[i]);
         }
     printf("path cases: %d shapes x 4 dtypes, each path named by ap_explain_* and compared with "
            "scalar and the float64 reference\n", n);
