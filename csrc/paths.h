@@ -48,7 +48,7 @@
     X(F64_DIRECT, "f64-direct", 1,                                                          \
       "float64 on a vector instruction set, channels last with windows whose column sums "  \
       "save no adds, channels first on small planes (groups of planes transposed): the "    \
-      "taps summed in the scalar kernels' order, in vectors of channels or planes")          \
+      "taps summed in the scalar kernels' order, in vectors of channels or planes")         \
     X(F64_GLOBAL, "f64-global", 1,                                                          \
       "float64 channels first on a vector instruction set, one window over each plane: "    \
       "8 interleaved partial sums")
