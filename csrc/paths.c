@@ -29,7 +29,8 @@
  *                vectors (cost independent of k), gathers otherwise;
  *                vertically, windows 8 or more rows tall that move by less
  *                than a sixth of their height carry their sums from row
- *                to row;
+ *                to row; stride-2 windows 2-3 wide over at most 8 input
+ *                rows sum them in registers instead (no buffer);
  *   scalar-fallback  rows whose buffer would need indices past int32 (the
  *                gathers' index width);
  *   box          windows of more than 16 taps with stride 1 and dilation 1

@@ -55,6 +55,20 @@ CASES = {
                      end_padding=(1, 1)), None),
     "rows-s2-k5": ("rows-s2", "NCHW", (1, 2, 9, 161), dict(window_size=(2, 5), strides=(1, 2)),
                    None),
+    # windows 2-3 wide over at most 8 input rows skip the row buffer (fused_row_s of
+    # simd_rows.inc): rows of 56 (a vector inside the row, then one past its end, stored in
+    # part), columns before the row (left padding 2), divisors that are powers of two (their
+    # reciprocals), an override, output rows without input rows (padding 3 > window 2), 3-D
+    "rows-s2-2x2": ("rows-s2", "NCHW", (2, 3, 22, 56), dict(window_size=(2, 2), strides=(2, 2)),
+                    None),
+    "rows-s2-pad2-override": ("rows-s2", "NCHW", (1, 2, 29, 75),
+                              dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 2),
+                                   end_padding=(2, 1), divisor_override=4), None),
+    "rows-s2-empty-rows": ("rows-s2", "NCHW", (1, 2, 23, 90),
+                           dict(window_size=(2, 3), strides=(2, 2), start_padding=(3, 1),
+                                end_padding=(3, 0), include_padding=True), None),
+    "rows-s2-3d": ("rows-s2", "NCHW", (1, 2, 5, 9, 70),
+                   dict(window_size=(2, 2, 2), strides=(2, 2, 2), end_padding=(1, 1, 0)), None),
     # rows of 512 bytes or more (here f32; f16 and bf16 rows of 300 bytes go across) are summed
     # row by row in strips of 1024 elements (a strip boundary and a tail here); shorter rows
     # vector by vector, as in the cases above (rows of 256-511 bytes go in order too when the
