@@ -615,6 +615,35 @@ def test_streamed_output(monkeypatch, layout, shape, window, strides, pad):
     np.testing.assert_allclose(streamed, want, rtol=TOL_REF[np.float32], atol=1e-6)
 
 
+@pytest.mark.parametrize("shape,window,pad,dilation", [
+    ((3, 5, 35, 35), (3, 3), 1, 1),     # planes of 1225: lines shared by neighbouring planes
+    ((2, 3, 17, 64), (5, 5), 2, 1),     # planes of whole lines; border columns by the loop
+    ((1, 7, 23, 29), (3, 3), 2, 2),     # dilated
+])
+@pytest.mark.parametrize("start", [0, 1, 5])  # out= starting start floats past a line
+def test_streamed_same_flat_output(monkeypatch, shape, window, pad, dilation, start):
+    """same-flat with streaming stores (float32 calls moving more bytes than
+    AVGPOOL_STREAM_BYTES, 0 here): each plane, border columns included, in a scratch plane,
+    then its whole 64-byte lines streamed and the partial lines it shares with its neighbours
+    stored plainly, wherever out= starts. The same bits as plain stores at 1 and 2 threads,
+    and the float64 reference."""
+    x = np.random.default_rng(sum(shape)).standard_normal(shape).astype(np.float32)
+    desc = avgpool.AveragePoolingDesc(window, (1, 1), (pad, pad), (pad, pad),
+                                      dilations=(dilation, dilation))
+    assert ": same-flat" in avgpool.explain(desc, shape) or _core.isa() == "scalar"
+    plain = avgpool.average_pool(x, desc)
+    monkeypatch.setenv("AVGPOOL_STREAM_BYTES", "0")
+    for threads in (1, 2):
+        streamed = _aligned_empty((plain.size + 16,), np.float32)[start:start + plain.size]
+        streamed[...] = np.nan  # written once: its pages are in memory (fresh ones: plain)
+        streamed = streamed.reshape(plain.shape)
+        avgpool.average_pool(x, desc, out=streamed, num_threads=threads)
+        assert streamed.tobytes() == plain.tobytes()
+    want = ref_average_pool(x.astype(np.float64), window, (1, 1), (pad, pad), (pad, pad),
+                            dilations=(dilation, dilation))
+    np.testing.assert_allclose(streamed, want, rtol=TOL_REF[np.float32], atol=1e-6)
+
+
 @pytest.mark.parametrize("shape,window,strides", [
     ((2, 16, 20, 32), (2, 2), (2, 2)),        # bands start on whole lines
     ((1, 32, 14, 512), (2, 2), (2, 2)),       # bands of 9 rows of 7: starts inside a line
