@@ -15,7 +15,8 @@
  *                per-row overhead, which dominates small planes);
  *   planes-cl    planes of at most 2048 input and output elements
  *                together whose windows nhwc-direct sums (not where same-flat
- *                takes planes past 10 x 10, nor windows that tile the rows):
+ *                takes planes past 10 x 10, nor windows that tile the rows,
+ *                nor rows of more than 24 that rows-s2 sums in registers):
  *                groups of up to 128 planes transposed to channels last,
  *                pooled as channels;
  *   plane-flat   rows of at most 40 elements (20 for stride-2 windows that
@@ -144,6 +145,28 @@ static int ap_rows_tiled(const ap_plan *p) {
     return 1;
 }
 
+/* Vertical sums carried from row to row (rows paths, plan->vertical_running): compensated
+ * running sums cost about 3 row passes per row entering or leaving, so they pay for windows
+ * 8+ rows tall that move by less than a sixth of their height (adaptive windows of varying
+ * height move by about in / out). */
+static int ap_vertical_running_fits(const ap_plan *p) {
+    const ap_axis_plan *ah = &p->axis[1];
+    const int64_t hstep = ah->stride ? ah->stride : (ah->in + ah->out - 1) / ah->out;
+    return ah->window >= 8 && hstep * 6 < ah->window;
+}
+
+/* rows-s2 windows whose output rows the kernel sums in registers from their input rows, with
+ * no row buffer (plan->rows_fused, simd_rows.inc's fused rows): 2-3 wide with dilation 1,
+ * over at most AP_FUSED_ROWS input rows, not carried from row to row. Same sums as through
+ * the buffer; a row's fixed cost is about half. */
+static int ap_rows_fused_fits(const ap_plan *p) {
+    const ap_axis_plan *aw = &p->axis[2];
+    return aw->stride == 2 && aw->step == 1 && (aw->window == 2 || aw->window == 3) &&
+           p->axis[0].window * p->axis[1].window <= AP_FUSED_ROWS &&
+           p->axis[0].out * p->axis[1].out <= INT32_MAX / AP_FUSED_ROWS &&
+           !ap_vertical_running_fits(p);
+}
+
 /* Short rows on small planes, where the rows paths' fixed cost per output
  * row dominates: rows of at most AP_PLANE_FLAT_MAX_W elements, or half
  * that for stride-2 windows that do not tile the rows (gathered here,
@@ -202,6 +225,10 @@ static int ap_choose_planes_cl(ap_plan *p, int lanes, char *why, size_t why_len)
      * image one plane) */
     if ((ap_same_flat_fits(p) && p->in_plane > 100) || ap_rows_tiled(p) || p->axis[2].step != 1)
         return 0;
+    /* nor rows of more than 24 that rows-s2 sums in registers: faster from 26 on (Zen 5, 1
+     * thread, 3 x 3 s2 p1: 8x128x26x26 123 against 98 us, 8x64x20x60 119 against 64, 1-D
+     * 32x256x1000 4311 against 1362; 8x128x22x22 101 against 146) */
+    if (ap_rows_fused_fits(p) && p->axis[2].in > 24) return 0;
     ap_plan cl = *p;
     cl.layout = AP_LAYOUT_NHWC, cl.batch = 1, cl.channels = AP_PLANES_CL_GROUP;
     if (ap_choose_path(&cl, lanes, NULL, 0) != AP_PATH_NHWC_DIRECT) return 0;
@@ -232,6 +259,7 @@ ap_path ap_choose_tile_path(ap_plan *p, const ap_plan *whole, int lanes) {
     p->path = path;
     p->reason = whole->reason;
     p->vertical_running = whole->vertical_running;
+    p->rows_fused = whole->rows_fused;
     p->horizontal_running = whole->horizontal_running;
     p->nhwc_rowsums = whole->nhwc_rowsums;
     p->nhwc_cols = whole->nhwc_cols;
@@ -243,6 +271,7 @@ ap_path ap_choose_tile_path(ap_plan *p, const ap_plan *whole, int lanes) {
 ap_path ap_choose_path(ap_plan *p, int lanes, char *why, size_t why_len) {
     const ap_axis_plan *ad = &p->axis[0], *ah = &p->axis[1], *aw = &p->axis[2];
     p->vertical_running = p->horizontal_running = p->nhwc_rowsums = p->plane_tiled = 0;
+    p->rows_fused = 0;
     p->nhwc_cols = p->nhwc_plane = 0;
     p->row_off = p->row_len = p->row_buflen = 0;
     if (p->batch == 0 || p->channels == 0) {
@@ -425,12 +454,8 @@ ap_path ap_choose_path(ap_plan *p, int lanes, char *why, size_t why_len) {
                (long long)p->row_len, (long long)OW);
         return p->path;
     }
-    /* Compensated running sums cost about 3 row passes per row entering or
-     * leaving: they pay for windows 8+ rows tall that move by less than a
-     * sixth of their height (adaptive windows of varying height move by
-     * about in / out). */
     const int64_t hstep = ah->stride ? ah->stride : (ah->in + ah->out - 1) / ah->out;
-    p->vertical_running = ah->window >= 8 && hstep * 6 < ah->window;
+    p->vertical_running = ap_vertical_running_fits(p);
     if (ap_choose_plane_flat(p, why, why_len)) return p->path;
     char vbuf[120];
     const char *vwhy = why ? ap_vertical_why(p, hstep, vbuf, sizeof vbuf) : "";
@@ -444,8 +469,11 @@ ap_path ap_choose_path(ap_plan *p, int lanes, char *why, size_t why_len) {
                (long long)d, d == 1 && k == 3 ? " (3 taps unrolled)" : "", vwhy);
     } else if (s == 2) {
         p->path = AP_PATH_ROWS_S2, p->reason = "stride 2 along W";
+        p->rows_fused = ap_rows_fused_fits(p);
         AP_WHY("stride 2 along W, window width %lld, dilation %lld%s; %s", (long long)k,
-               (long long)d, d == 1 && (k == 2 || k == 3) ? " (taps unrolled)" : "", vwhy);
+               (long long)d,
+               p->rows_fused ? " (summed in registers, no row buffer)"
+               : d == 1 && (k == 2 || k == 3) ? " (taps unrolled)" : "", vwhy);
     } else if (s == 4 && k == 4 && d == 1) {
         p->path = AP_PATH_ROWS_S4K4, p->reason = "window 4, stride 4 along W";
         AP_WHY("window 4, stride 4 along W: pair sums by shuffles; %s", vwhy);

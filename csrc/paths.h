@@ -67,6 +67,10 @@
 #define AP_PLANES_CL_GROUP 128
 #define AP_PLANES_CL_MAX 2048
 
+/* rows-s2 sums in registers (plan->rows_fused) the output rows of at most this many input
+ * rows (the kernel's array of row pointers) */
+#define AP_FUSED_ROWS 8
+
 /* nhwc-direct lists a window's taps in an array of this many pointers. */
 #define AP_NHWC_MAX_TAPS 64
 

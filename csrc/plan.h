@@ -54,6 +54,9 @@ typedef struct ap_plan {
     int vertical_running;       /* rows paths: vertical sums carried from
                                    row to row (tall windows), else direct
                                    sums in groups of rows                   */
+    int rows_fused;             /* rows-s2: output rows summed in registers
+                                   from their input rows, no row buffer
+                                   (ap_rows_fused_fits)                     */
     int horizontal_running;     /* nhwc-separable: sliding sums along W     */
     int nhwc_rowsums;           /* nhwc-direct: an output row's window rows
                                    summed into a (W, C) row first           */

@@ -722,6 +722,9 @@ static int path_cases(tcase *cases, int *paths) {
     paths[n] = AP_PATH_ROWS_S2;
     cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 2, SZ(17, 121), SZ(3, 3), SZ(2, 2), SZ(1, 1),
                             SZ(1, 1), NULL);
+    /* rows-s2 summed in registers (plan->rows_fused), not planes-cl: 1-D rows of 50 > 24 */
+    paths[n] = AP_PATH_ROWS_S2;
+    cases[n++] = fixed_pool(1, AP_LAYOUT_NCHW, 2, 70, SZ(50), SZ(3), SZ(2), SZ(1), NULL, NULL);
     /* rows-s4k4 (rows longer than plane-flat's) */
     paths[n] = AP_PATH_ROWS_S4K4;
     cases[n++] = fixed_pool(2, AP_LAYOUT_NCHW, 1, 3, SZ(12, 177), SZ(4, 4), SZ(4, 4), NULL,
