@@ -179,12 +179,14 @@ static ap_plan ap_sums_of(const ap_plan *p) {
  * or unit). planes-cl sums in nhwc-direct's order, the other channels-first paths in theirs:
  * where either the call or these sums take it, the sums follow the call (a tile's plan holds
  * the whole call's path, chosen for the whole array's shape), so that a tile sums as the
- * whole call does. */
+ * whole call does; so do nhwc-direct sums of an nhwc-direct call, whose way of summing
+ * (nhwc_cols, nhwc_rowsums) depends on the channel count (a part's may be fewer). */
 static ap_plan ap_sums_plan(const ap_plan *p, const ap_plan *call, const ap_kernel_table *table) {
     ap_plan sums = ap_sums_of(p);
     const int lanes = table->lanes[AP_DTYPE_F32];
     ap_choose_path(&sums, lanes, NULL, 0);
-    if (sums.path == AP_PATH_PLANES_CL || call->path == AP_PATH_PLANES_CL)
+    if (sums.path == AP_PATH_PLANES_CL || call->path == AP_PATH_PLANES_CL ||
+        (sums.path == AP_PATH_NHWC_DIRECT && call->path == AP_PATH_NHWC_DIRECT))
         ap_choose_tile_path(&sums, call, lanes);
     return sums;
 }
