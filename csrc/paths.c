@@ -410,15 +410,21 @@ ap_path ap_choose_path(ap_plan *p, int lanes, char *why, size_t why_len) {
              * 4.5 vectors per output instead of 9; 1.4-2.3x faster than both ways on
              * the Intel VM, C = 16 to 192). So do 3 columns at stride 2: 4 windows
              * share 9 columns (6.75 vectors per output of a 3 x 3 window instead of 9;
-             * Zen 5, 1 thread, 3 x 3 s2 on 16 x 56 x 56 x 64 231-239 -> 213-224 us,
-             * 282 -> 226 on the AVX2 kernels, x 16 channels 2x and x 3 channels
-             * 2.3-3x faster). Whatever C is, so that a call on some of the channels
-             * sums them as the whole call does (nhwc_cols_run_ picks the block). */
-            p->nhwc_cols = d == 1 && ((s == 1 && (k == 2 || k == 3)) || (s == 2 && k == 3));
+             * x 16 channels 2x and x 3 channels 2.3-3x faster, Zen 5). But not on
+             * more than 2 vectors of channels, unless the plane way takes the image:
+             * there each window's 9 taps, a pixel's vectors one after another, come
+             * in faster than 27 columns a vector at a time (Zen 5, 3 x 3 s2, 1 / 2
+             * threads, us: 8 x 112 x 112 x 64 950 -> 828 / 410 -> 364, 8 x 56 x 56 x
+             * 128 213 -> 188 / 107 -> 91; AVX2 kernels 1398 -> 915 / 287 -> 250, x 32
+             * channels 301 -> 261; level at 2 vectors, 1.2-1.5x slower at 1). A tile
+             * keeps the whole call's choice (ap_choose_tile_path). */
+            const int cols_s2 = d == 1 && s == 2 && k == 3;
+            p->nhwc_cols = d == 1 && ((s == 1 && (k == 2 || k == 3)) || cols_s2);
+            p->nhwc_plane = ap_nhwc_plane_fits(p);
+            if (cols_s2 && !p->nhwc_plane && C > 2 * lanes) p->nhwc_cols = 0;
             p->nhwc_rowsums = !p->nhwc_cols && kh >= 2 && aw->in <= (1 << 20) / C &&
                               (s == 0 || (via_row < kh * k &&
                                           (2 * kh * k >= 3 * via_row || C <= 2 * lanes)));
-            p->nhwc_plane = ap_nhwc_plane_fits(p);
             AP_WHY("window of %lld taps%s: channel vectors summed over the taps%s", (long long)taps,
                    taps > 16 ? " (a padded (W, C) row > 1 M floats)" : " <= 16",
                    p->nhwc_rowsums ? " of a row of column sums (a third fewer loads than "

@@ -153,7 +153,11 @@ CASES = {
     "nhwc-direct-cols-3d": ("nhwc-direct", "NHWC", (1, 3, 5, 9, 20),
                             dict(window_size=(2, 2, 3), start_padding=(0, 1, 1),
                                  end_padding=(1, 0, 1)), None),
-    "nhwc-direct-cols-s2": ("nhwc-direct", "NHWC", (2, 9, 23, 40),
+    "nhwc-direct-cols-s2": ("nhwc-direct", "NHWC", (2, 9, 23, 13),
+                            dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 1),
+                                 end_padding=(1, 1)), None),
+    # (more than 2 vectors of channels, 11 outputs along W: the taps of the input)
+    "nhwc-direct-s2-wide": ("nhwc-direct", "NHWC", (2, 9, 23, 40),
                             dict(window_size=(3, 3), strides=(2, 2), start_padding=(1, 1),
                                  end_padding=(1, 1)), None),
     # the same windows on images of at most 8 outputs along W: each output row from a row of
@@ -469,17 +473,31 @@ def test_explain_reasons_and_errors():
         avgpool.explain(avgpool.AveragePoolingDesc((2,)), (1, 1, 5), dtype="int32")
 
 
-@pytest.mark.parametrize("channels", [3, 40, 300])
-def test_stride2_windows_3_wide_sum_by_columns_at_any_channel_count(channels):
-    """Channels last, 3 x 3 stride 2 takes the column sums whatever C is (the block of
-    windows changes with C, not the sums), so a call on some of the channels gives their bits
-    of the whole call (test_dask's channel chunks)."""
+@pytest.mark.parametrize("channels", [3, 13, 40, 300])
+def test_stride2_windows_3_wide_by_columns_on_few_channels(channels):
+    """Channels last, 3 x 3 stride 2 takes the column sums on at most 2 vectors of channels
+    (and on images the plane way takes), the taps of the input on more; a tile of a few
+    channels keeps the whole call's way, so its bits are the whole call's (test_dask's
+    channel chunks)."""
     desc = avgpool.AveragePoolingDesc((3, 3), strides=(2, 2), start_padding=(1, 1),
                                       end_padding=(1, 1))
     if _core.isa() == "scalar":
         pytest.skip("the scalar kernels sum every window tap by tap")
-    line = avgpool.explain(desc, (1, 9, 23, channels), layout="NHWC")
-    assert "by columns shared by 4 outputs along W" in line, line
+    whole = (2, 9, 23, channels)
+    line = avgpool.explain(desc, whole, layout="NHWC")
+    lanes = 16 if _core.isa() == "avx512" else 8 if _core.isa() == "avx2" else 4
+    cols = "by columns shared by 4 outputs along W"
+    assert (cols in line) == (channels <= 2 * lanes), line
+    x = np.random.default_rng(channels).uniform(-1, 1, whole).astype(np.float32)
+    want = avgpool.average_pool(x, desc, layout="NHWC")
+    region = [slice(1, 5), slice(2, 12)]
+    rows, cols_in = avgpool.tile_input_region(desc, whole, region, layout="NHWC")
+    for c0, c1 in ((0, min(3, channels)), (channels - 2, channels)):
+        got = avgpool.pool_tile(x[:, rows, cols_in, c0:c1], desc, whole, region, layout="NHWC")
+        part = np.ascontiguousarray(want[:, 1:5, 2:12, c0:c1])
+        assert got.tobytes() == part.tobytes(), (c0, c1)
+    small = (1, 9, 9, 300)  # 5 outputs along W: the plane way, by columns, whatever C is
+    assert "from a row of column sums" in avgpool.explain(desc, small, layout="NHWC")
 
 
 @pytest.mark.parametrize("case_id,how", [
@@ -489,6 +507,7 @@ def test_stride2_windows_3_wide_sum_by_columns_at_any_channel_count(channels):
     ("nhwc-direct-plane-s2", "a small image's output row from a row of column sums"),
     ("nhwc-direct-plane-3d", "a small image's output row from a row of column sums"),
     ("nhwc-direct-input", "summed over the taps of the input)"),
+    ("nhwc-direct-s2-wide", "summed over the taps of the input)"),
     ("nhwc-direct-2x2", "summed over the taps of the input)"),
 ])
 def test_nhwc_direct_cases_take_their_variant(case_id, how):
