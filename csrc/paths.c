@@ -414,9 +414,9 @@ ap_path ap_choose_path(ap_plan *p, int lanes, char *why, size_t why_len) {
              * more than 2 vectors of channels, unless the plane way takes the image:
              * there each window's 9 taps, a pixel's vectors one after another, come
              * in faster than 27 columns a vector at a time (Zen 5, 3 x 3 s2, 1 / 2
-             * threads, us: 8 x 112 x 112 x 64 950 -> 828 / 410 -> 364, 8 x 56 x 56 x
-             * 128 213 -> 188 / 107 -> 91; AVX2 kernels 1398 -> 915 / 287 -> 250, x 32
-             * channels 301 -> 261; level at 2 vectors, 1.2-1.5x slower at 1). A tile
+             * threads, us: 8 x 112 x 112 x 64 950 -> 853 / 503 -> 440, 8 x 56 x 56 x
+             * 128 233 -> 209 / 118 -> 103; AVX2 kernels 1398 -> 915 / 287 -> 250, x 32
+             * channels 298 -> 285; level at 2 vectors, 1.2-1.5x slower at 1). A tile
              * keeps the whole call's choice (ap_choose_tile_path). */
             const int cols_s2 = d == 1 && s == 2 && k == 3;
             p->nhwc_cols = d == 1 && ((s == 1 && (k == 2 || k == 3)) || cols_s2);

@@ -26,6 +26,10 @@ static inline void v_stream(float *p, vf v) { _mm512_stream_ps(p, v); }
 static inline void v_fence(void) { _mm_sfence(); }
 static inline void v_storeu_n(float *p, vf v, int n) { _mm512_mask_storeu_ps(p, ap_tail(n), v); }
 static inline vf v_add(vf a, vf b) { return _mm512_add_ps(a, b); }
+static inline vf v_sub(vf a, vf b) { return _mm512_sub_ps(a, b); }
+static inline vf v_mul(vf a, vf b) { return _mm512_mul_ps(a, b); }
+static inline vf v_div(vf a, vf b) { return _mm512_div_ps(a, b); }
+static inline float v_hsum(vf v) { return _mm512_reduce_add_ps(v); }
 /* Half vectors, for rows streamed from DRAM that start inside a cache line (row_add_): each
  * 64-byte load there spans two lines, and those loads came in slower than 32-byte ones. */
 #define AP_HALF_VL 8
@@ -33,10 +37,6 @@ typedef __m256 vhalf;
 static inline vhalf vhalf_loadu(const float *p) { return _mm256_loadu_ps(p); }
 static inline void vhalf_storeu(float *p, vhalf v) { _mm256_storeu_ps(p, v); }
 static inline vhalf vhalf_add(vhalf a, vhalf b) { return _mm256_add_ps(a, b); }
-static inline vf v_sub(vf a, vf b) { return _mm512_sub_ps(a, b); }
-static inline vf v_mul(vf a, vf b) { return _mm512_mul_ps(a, b); }
-static inline vf v_div(vf a, vf b) { return _mm512_div_ps(a, b); }
-static inline float v_hsum(vf v) { return _mm512_reduce_add_ps(v); }
 /* Even lanes of the 32-lane concatenation (a, b): the stride-2 taps. */
 static inline vf v_even(vf a, vf b) {
     const vi idx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
