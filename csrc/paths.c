@@ -107,17 +107,24 @@ static int ap_choose_box(ap_plan *p, char *why, size_t why_len) {
     return 1;
 }
 
+/* How far a window moves along H from output row to output row (adaptive windows of
+ * varying height: about in / out). */
+static int64_t ap_vertical_step(const ap_plan *p) {
+    const ap_axis_plan *ah = &p->axis[1];
+    return ah->stride ? ah->stride : (ah->in + ah->out - 1) / ah->out;
+}
+
 /* The vertical half of a rows path's reason, into buf. */
-static const char *ap_vertical_why(const ap_plan *p, int64_t hstep, char *buf, size_t len) {
-    const long long kh = (long long)p->axis[1].window;
+static const char *ap_vertical_why(const ap_plan *p, char *buf, size_t len) {
+    const long long kh = (long long)p->axis[1].window, hstep = (long long)ap_vertical_step(p);
     if (p->vertical_running)
         snprintf(buf, len, "vertical: running sums, window height %lld >= 8 moving by %lld < "
-                 "height / 6", kh, (long long)hstep);
+                 "height / 6", kh, hstep);
     else if (kh < 8)
         snprintf(buf, len, "vertical: direct sums, window height %lld < 8", kh);
     else
         snprintf(buf, len, "vertical: direct sums, window height %lld moving by %lld >= "
-                 "height / 6", kh, (long long)hstep);
+                 "height / 6", kh, hstep);
     return buf;
 }
 
@@ -147,12 +154,9 @@ static int ap_rows_tiled(const ap_plan *p) {
 
 /* Vertical sums carried from row to row (rows paths, plan->vertical_running): compensated
  * running sums cost about 3 row passes per row entering or leaving, so they pay for windows
- * 8+ rows tall that move by less than a sixth of their height (adaptive windows of varying
- * height move by about in / out). */
+ * 8+ rows tall that move by less than a sixth of their height. */
 static int ap_vertical_running_fits(const ap_plan *p) {
-    const ap_axis_plan *ah = &p->axis[1];
-    const int64_t hstep = ah->stride ? ah->stride : (ah->in + ah->out - 1) / ah->out;
-    return ah->window >= 8 && hstep * 6 < ah->window;
+    return p->axis[1].window >= 8 && ap_vertical_step(p) * 6 < p->axis[1].window;
 }
 
 /* rows-s2 windows whose output rows the kernel sums in registers from their input rows, with
@@ -460,11 +464,10 @@ ap_path ap_choose_path(ap_plan *p, int lanes, char *why, size_t why_len) {
                (long long)p->row_len, (long long)OW);
         return p->path;
     }
-    const int64_t hstep = ah->stride ? ah->stride : (ah->in + ah->out - 1) / ah->out;
     p->vertical_running = ap_vertical_running_fits(p);
     if (ap_choose_plane_flat(p, why, why_len)) return p->path;
     char vbuf[120];
-    const char *vwhy = why ? ap_vertical_why(p, hstep, vbuf, sizeof vbuf) : "";
+    const char *vwhy = why ? ap_vertical_why(p, vbuf, sizeof vbuf) : "";
     if (s == 1 && d == 1 && k > 2 * lanes) {
         p->path = AP_PATH_ROWS_RUNNING, p->reason = "wide stride-1 window";
         AP_WHY("stride 1 along W, window width %lld > 2 x %d lanes: running sums; %s",
