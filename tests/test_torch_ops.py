@@ -590,3 +590,49 @@ def test_torch_compile_fullgraph_trains_like_eager(backend):
     torch.testing.assert_close(loss_compiled, loss_eager)
     for p, q in zip(compiled.parameters(), eager.parameters()):
         torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+
+
+def _every_op(ops, x1, x2, x3):
+    """Each pool of ops (avgpool.torch or torch.nn.functional) on 3-D, 4-D and 5-D inputs,
+    with options whose output sizes follow the input's (ceil_mode, padding, None sizes)."""
+    return (ops.avg_pool1d(x1, 4, 3, 2, ceil_mode=True),
+            ops.avg_pool2d(x2, 3, 2, 1, count_include_pad=False),
+            ops.avg_pool2d(x2, (2, 3), (1, 2), ceil_mode=True, divisor_override=5),
+            ops.avg_pool3d(x3, 2, (1, 2, 2), 1),
+            ops.adaptive_avg_pool1d(x1, 5),
+            ops.adaptive_avg_pool2d(x2, (None, 3)),
+            ops.adaptive_avg_pool3d(x3, (2, None, 3)))
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_torch_compile_dynamic_shapes(channels_last):
+    """Dynamic shapes (what torch.compile turns to once an input's size changes): graphs
+    without breaks serve three sets of sizes (batch and spatial) with torch's values, gradients
+    and memory formats, and take no more compilations than torch's own ops do on the same
+    inputs (ceil_mode's last window is kept or dropped by the size: a guard for both)."""
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    counters = {}
+    results = {}
+    for name, ops in (("torch", F), ("avgpool", apt)):
+        torch._dynamo.reset()
+        # aot_eager: the fake implementations and the autograd formulas, traced symbolically
+        counters[name] = CompileCounterWithBackend("aot_eager")
+        compiled = torch.compile(lambda *xs, ops=ops: _every_op(ops, *xs), fullgraph=True,
+                                 dynamic=True, backend=counters[name])
+        results[name] = []
+        for i, spatial in enumerate([((11,), (9, 12), (4, 6, 7)), ((16,), (16, 16), (5, 7, 8)),
+                                     ((23,), (13, 7), (6, 5, 9))]):
+            rng = np.random.default_rng(i)
+            xs = [torch.tensor(rng.standard_normal((2 + i, 3) + s), dtype=torch.float32)
+                  for s in spatial]
+            xs = [(_channels_last(x) if channels_last else x).requires_grad_() for x in xs]
+            ys = compiled(*xs)
+            gys = [torch.tensor(rng.standard_normal(tuple(y.shape)), dtype=torch.float32)
+                   for y in ys]
+            results[name].append((ys, torch.autograd.grad(ys, xs, gys)))
+    for (ours, ours_g), (theirs, theirs_g) in zip(results["avgpool"], results["torch"]):
+        for y, w in zip(ours + ours_g, theirs + theirs_g):
+            assert _same_layout(y, w), (y.shape, y.stride(), w.stride())
+            torch.testing.assert_close(y, w, rtol=1e-5, atol=1e-5)
+    assert counters["avgpool"].frame_count <= counters["torch"].frame_count < 3

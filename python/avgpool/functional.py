@@ -63,15 +63,69 @@ def pool_desc_for(spatial: Tuple[int, ...], rank: int, kernel_size: Size,
                   divisor_override: Optional[int]) -> AveragePoolingDesc:
     """The descriptor of a torch-style call on an input of these spatial sizes (every argument
     checked, torch's names in the errors); shared with :mod:`avgpool.torch`."""
+    args = pool_args_for(rank, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                         divisor_override)
+    with renamed(_NAMES):
+        desc = _pool_desc(tuple(spatial), *args)
+    return desc
+
+
+def pool_args_for(rank: int, kernel_size: Size, stride: Optional[Size], padding: Size,
+                  ceil_mode: Any, count_include_pad: Any, divisor_override: Optional[int]
+                  ) -> Tuple[Tuple[int, ...], Tuple[int, ...], Tuple[int, ...], bool, bool,
+                             Optional[int]]:
+    """The arguments of a torch-style pool that do not depend on the input's sizes, expanded
+    to ``rank`` axes and checked: (kernel, strides, pads, ceil_mode, count_include_pad,
+    divisor_override)."""
     kernel = _expand(kernel_size, "kernel_size", rank)
     strides = kernel if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) \
         else _expand(stride, "stride", rank)
     pads = _expand(padding, "padding", rank)
     override = None if divisor_override is None else as_int(divisor_override, "divisor_override")
-    with renamed(_NAMES):
-        desc = _pool_desc(tuple(spatial), kernel, strides, pads, flag(ceil_mode, "ceil_mode"),
-                          flag(count_include_pad, "count_include_pad"), override)
-    return desc
+    ceil = flag(ceil_mode, "ceil_mode")
+    include = flag(count_include_pad, "count_include_pad")
+    for k, s, p in zip(kernel, strides, pads):
+        if k < 1:
+            raise ValueError(f"kernel_size must be >= 1, got {k}")
+        if s < 1:
+            raise ValueError(f"stride must be >= 1, got {s}")
+        if p < 0:
+            raise ValueError(f"padding must be >= 0, got {p}")
+        if p > k // 2:
+            raise ValueError(f"padding should be at most half of the kernel size, got padding {p} "
+                             f"for kernel_size {k}")
+    if override == 0:
+        raise ValueError("divisor_override must be non-zero")
+    return kernel, strides, pads, ceil, include, override
+
+
+def pool_output_sizes(spatial: Sequence[Any], kernel: Tuple[int, ...], strides: Tuple[int, ...],
+                      pads: Tuple[int, ...], ceil_mode: bool) -> Tuple[Any, ...]:
+    """The output sizes of a torch-style pool of checked arguments (:func:`pool_args_for`) on
+    spatial sizes that are ints, or torch's symbolic sizes under ``torch.compile`` (plain
+    arithmetic and comparisons, which it traces)."""
+    outs = []
+    for a in range(len(kernel)):
+        # ceil_mode: a window larger than the padded input is one window hanging past the end,
+        # as torch computes it (ruling R1)
+        outs.append(pooled_size(spatial_size(spatial, a), kernel[a], strides[a], pads[a], pads[a],
+                                CEIL_DROP if ceil_mode else FLOOR, "kernel_size", a, "padding",
+                                large_window=True))
+    if len(kernel) == 3 and any(n < k for n, k in zip(spatial, kernel)):
+        # torch's avg_pool3d (not 1-D / 2-D) requires the unpadded input to hold the kernel (R2)
+        raise ValueError(f"avg_pool3d: x of spatial size {tuple(spatial)} is smaller than "
+                         f"kernel_size {tuple(kernel)} (avg_pool3d needs every input size >= the "
+                         f"kernel size, padding aside)")
+    return tuple(outs)
+
+
+@lru_cache(maxsize=256)
+def _pool_desc(spatial: Tuple[int, ...], kernel: Tuple[int, ...], strides: Tuple[int, ...],
+               pads: Tuple[int, ...], ceil_mode: bool, count_include_pad: bool,
+               divisor_override: Optional[int]) -> AveragePoolingDesc:
+    outs = pool_output_sizes(spatial, kernel, strides, pads, ceil_mode)
+    return AveragePoolingDesc(kernel, strides, pads, pads, include_padding=count_include_pad,
+                              output_sizes=outs, divisor_override=divisor_override)
 
 
 def _avg_pool(x: Any, rank: int, fname: str, kernel_size: Size, stride: Optional[Size],
@@ -86,38 +140,6 @@ def _avg_pool(x: Any, rank: int, fname: str, kernel_size: Size, stride: Optional
                          count_include_pad, divisor_override)
     with renamed(_NAMES):
         return _finish(x, _api.average_pool(a, desc), unbatched)
-
-
-@lru_cache(maxsize=256)
-def _pool_desc(spatial: Tuple[int, ...], kernel: Tuple[int, ...], strides: Tuple[int, ...],
-               pads: Tuple[int, ...], ceil_mode: bool, count_include_pad: bool,
-               divisor_override: Optional[int]) -> AveragePoolingDesc:
-    rank = len(kernel)
-    outs = []
-    for a in range(rank):
-        size, k, s, p = spatial_size(spatial, a), kernel[a], strides[a], pads[a]
-        if k < 1:
-            raise ValueError(f"kernel_size must be >= 1, got {k}")
-        if s < 1:
-            raise ValueError(f"stride must be >= 1, got {s}")
-        if p < 0:
-            raise ValueError(f"padding must be >= 0, got {p}")
-        if p > k // 2:
-            raise ValueError(f"padding should be at most half of the kernel size, got padding {p} "
-                             f"for kernel_size {k}")
-        # ceil_mode: a window larger than the padded input is one window hanging past the end,
-        # as torch computes it (ruling R1)
-        outs.append(pooled_size(size, k, s, p, p, CEIL_DROP if ceil_mode else FLOOR,
-                                "kernel_size", a, "padding", large_window=True))
-    if rank == 3 and any(n < k for n, k in zip(spatial, kernel)):
-        # torch's avg_pool3d (not 1-D / 2-D) requires the unpadded input to hold the kernel (R2)
-        raise ValueError(f"avg_pool3d: x of spatial size {tuple(spatial)} is smaller than "
-                         f"kernel_size {tuple(kernel)} (avg_pool3d needs every input size >= the "
-                         f"kernel size, padding aside)")
-    if divisor_override == 0:
-        raise ValueError("divisor_override must be non-zero")
-    return AveragePoolingDesc(kernel, strides, pads, pads, include_padding=count_include_pad,
-                              output_sizes=tuple(outs), divisor_override=divisor_override)
 
 
 def avg_pool1d(x: Any, kernel_size: Size, stride: Optional[Size] = None, padding: Size = 0,
@@ -177,9 +199,17 @@ def avg_pool3d(x: Any, kernel_size: Size, stride: Optional[Size] = None, padding
 def adaptive_sizes_for(spatial: Tuple[int, ...], rank: int, output_size: Any) -> Tuple[int, ...]:
     """The output sizes of a torch-style adaptive call (``None`` keeps an input size), each
     checked >= 1; shared with :mod:`avgpool.torch`."""
+    sizes = tuple(spatial[i] if v is None else v
+                  for i, v in enumerate(adaptive_args_for(rank, output_size)))
+    adaptive_desc(sizes)  # the input sizes kept too
+    return sizes
+
+
+def adaptive_args_for(rank: int, output_size: Any) -> Tuple[Optional[int], ...]:
+    """``output_size`` expanded to ``rank`` entries, ``None`` where the input size is kept,
+    the others checked >= 1: what :func:`adaptive_sizes_for` takes from the arguments alone."""
     sizes = _expand(output_size, "output_size", rank, allow_none=True)
-    sizes = tuple(spatial[i] if v is None else v for i, v in enumerate(sizes))
-    adaptive_desc(sizes)  # checks every entry, naming output_size
+    adaptive_desc(tuple(1 if v is None else v for v in sizes))  # names output_size[i]
     return sizes
 
 

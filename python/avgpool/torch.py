@@ -130,13 +130,14 @@ def _result_channels_last(x: Tensor) -> bool:
 
 
 def _layout_strides(shape: Sequence[int], nhwc: bool) -> Tuple[int, ...]:
-    """The strides of a dense (N, C, *spatial) tensor stored NCHW or NHWC."""
+    """The strides of a dense (N, C, *spatial) tensor stored NCHW or NHWC (symbolic where the
+    sizes are: torch.sym_max keeps a traced size an expression, not one value)."""
     order = _to_nhwc(len(shape) - 2) if nhwc else tuple(range(len(shape)))
     strides = [0] * len(shape)
     step = 1
     for d in reversed(order):
         strides[d] = step
-        step *= max(int(shape[d]), 1)
+        step *= torch.sym_max(shape[d], 1)
     return tuple(strides)
 
 
@@ -580,6 +581,39 @@ def _adaptive_params(spatial: Tuple[int, ...], rank: int, output_size: Any) -> L
 _adaptive_sizes_cached = lru_cache(maxsize=512)(_functional.adaptive_sizes_for)
 
 
+# Sizes torch.compile keeps symbolic (dynamic shapes: by default from the second size a
+# compiled function sees on an axis) cannot be constants: the arguments are checked once, as a
+# constant, and the output sizes traced from the sizes (plain arithmetic, so the graph holds
+# them as expressions and one graph serves every size).
+
+def _symbolic(sizes: Tuple[Any, ...]) -> bool:
+    """Whether sizes may be symbolic: under torch.compile (whose tracer takes a symbolic size
+    for an int) or given as torch.SymInt (make_fx's symbolic tracing)."""
+    return torch.compiler.is_compiling() or any(isinstance(n, torch.SymInt) for n in sizes)
+
+
+@torch.compiler.assume_constant_result
+def _pool_args(rank: int, kernel_size: Any, stride: Any, padding: Any, ceil_mode: Any,
+               count_include_pad: Any, divisor_override: Any) -> Tuple[Any, ...]:
+    return _functional.pool_args_for(rank, kernel_size, stride, padding, ceil_mode,
+                                     count_include_pad, divisor_override)
+
+
+def _symbolic_pool_params(spatial: Tuple[Any, ...], rank: int, *arguments: Any) -> _PoolParams:
+    kernel, strides, pads, ceil_mode, include, override = _pool_args(rank, *arguments)
+    outs = _functional.pool_output_sizes(spatial, kernel, strides, pads, ceil_mode)
+    return list(kernel), list(strides), list(pads), list(outs), include, override or 0
+
+
+@torch.compiler.assume_constant_result
+def _adaptive_args(rank: int, output_size: Any) -> Tuple[Optional[int], ...]:
+    return _functional.adaptive_args_for(rank, output_size)
+
+
+def _symbolic_adaptive_params(spatial: Tuple[Any, ...], rank: int, output_size: Any) -> List[Any]:
+    return [spatial[i] if v is None else v for i, v in enumerate(_adaptive_args(rank, output_size))]
+
+
 def _avg_pool(x: Tensor, rank: int, fname: str, kernel_size: _Size, stride: Optional[_Size],
               padding: _Size, ceil_mode: bool, count_include_pad: bool,
               divisor_override: Optional[int]) -> Tensor:
@@ -591,8 +625,10 @@ def _avg_pool(x: Tensor, rank: int, fname: str, kernel_size: _Size, stride: Opti
         return y
     _check_tensor(x, fname)
     xb, unbatched = _batched(x, rank, fname)
-    params: _PoolParams = _pool_params(tuple(xb.shape[2:]), rank, args, kernel_size, stride,
-                                       padding, ceil_mode, count_include_pad, divisor_override)
+    spatial = tuple(xb.shape[2:])
+    arguments = (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    params: _PoolParams = (_symbolic_pool_params(spatial, rank, *arguments) if _symbolic(spatial)
+                           else _pool_params(spatial, rank, args, *arguments))
     channels_last = _result_channels_last(xb)
     if not _eager_direct(xb):
         y = _avg_pool_op(xb, *params, channels_last)
@@ -611,7 +647,9 @@ def _adaptive(x: Tensor, rank: int, fname: str, output_size: Any) -> Tensor:
         return y
     _check_tensor(x, fname)
     xb, unbatched = _batched(x, rank, fname)
-    output_sizes = _adaptive_params(tuple(xb.shape[2:]), rank, output_size)
+    spatial = tuple(xb.shape[2:])
+    output_sizes = (_symbolic_adaptive_params(spatial, rank, output_size) if _symbolic(spatial)
+                    else _adaptive_params(spatial, rank, output_size))
     channels_last = _result_channels_last(xb)
     if not _eager_direct(xb):
         y = _adaptive_op(xb, output_sizes, channels_last)
