@@ -256,6 +256,44 @@ def test_adaptive_gradcheck(config, seed, channels_last):
 
 
 # --------------------------------------------------------------------------------------------
+# functorch's transforms (torch.func), against the same transform of torch's own function.
+
+_TRANSFORMS = {
+    "grad": lambda f, x, r: torch.func.grad(lambda t: f(t).square().sum())(x),
+    "vjp": lambda f, x, r: torch.func.vjp(f, x)[1](r(f(x).shape))[0],
+    "jvp": lambda f, x, r: torch.func.jvp(f, (x,), (r(x.shape),))[1],
+    "jacrev": lambda f, x, r: torch.func.jacrev(f)(x[:1, :1]),
+    "jacfwd": lambda f, x, r: torch.func.jacfwd(f)(x[:1, :1]),
+    "hessian": lambda f, x, r: torch.func.hessian(lambda t: f(t).square().sum())(x[:1, :1]),
+    # per-sample gradients: each sample's own, in one call
+    "vmap(grad)": lambda f, x, r: torch.func.vmap(
+        torch.func.grad(lambda t: f(t[None]).square().sum()))(x),
+    "vmap": lambda f, x, r: torch.func.vmap(f, in_dims=1, out_dims=1)(torch.stack([x, -2 * x], 1)),
+}
+
+
+@scaled(0.3)
+@given(st.one_of(pool_configs(max_size=5), adaptive_configs(max_size=5)), st.integers(0, 2**31),
+       st.booleans(), st.sampled_from(sorted(_TRANSFORMS)))
+def test_functorch_transforms_equal_torch(config, seed, channels_last, transform):
+    """torch.func.grad, vjp, jvp, jacrev, jacfwd, hessian and vmap (of grad too) through
+    avgpool.torch give what they give through torch.nn.functional (float64)."""
+    rank, shape, kw = config
+    if isinstance(kw, dict):
+        ours, theirs = (lambda t, f=f: f(t, **kw) for f in POOLS[rank])
+    else:
+        ours, theirs = (lambda t, f=f: f(t, kw) for f in ADAPTIVE[rank])
+    x, _ = _pair(rank, shape, seed, torch.float64, channels_last)
+    x = x.detach()
+
+    def rand(shape):
+        return torch.tensor(np.random.default_rng(seed + 1).standard_normal(tuple(shape)))
+
+    got, want = (_TRANSFORMS[transform](f, x, rand) for f in (ours, theirs))
+    torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
+
+
+# --------------------------------------------------------------------------------------------
 # Properties of the calls.
 
 
@@ -314,11 +352,11 @@ def test_eager_path_equals_operators(config, seed, channels_last, dtype):
         fn = lambda t: ADAPTIVE[rank][0](t, kw)  # noqa: E731
     x, _ = _pair(rank, shape, seed, dtype, channels_last)
     y, gx = _value_and_grad(fn, x, seed)
-    assert "_Eager" in type(y.grad_fn).__name__
+    assert "_PoolFunction" in type(y.grad_fn).__name__
     with _Recorder() as rec:
         y_op, gx_op = _value_and_grad(fn, x, seed)
     assert any(op.startswith("avgpool.") and "backward" in op for op in rec.ops), rec.ops
-    assert "_Eager" not in type(y_op.grad_fn).__name__
+    assert "_PoolFunction" not in type(y_op.grad_fn).__name__
     for a, b in ((y, y_op), (gx, gx_op)):
         assert a.stride() == b.stride() and torch.equal(a, b)
 

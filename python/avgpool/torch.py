@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -417,13 +417,18 @@ _avg_pool_op.register_autograd(_pool_grad, setup_context=_setup_pool)
 _avg_pool_backward_op.register_autograd(_pool_backward_grad, setup_context=_setup_pool_backward)
 
 
+def _adaptive_grad_channels_last(channels_last: bool, output_size: Sequence[Any]) -> bool:
+    """The layout of an adaptive pool's gradient: torch pools to all-ones sizes as a mean over
+    the spatial axes, whose gradient (an expanded tensor divided) comes out contiguous whatever
+    the input's format."""
+    return channels_last and any(o != 1 for o in output_size)
+
+
 def _setup_adaptive(ctx: Any, inputs: Tuple[Any, ...], output: Any) -> None:
     x, output_size, channels_last = inputs
     ctx.input_size = list(x.shape)
     ctx.output_size = output_size
-    # torch pools to all-ones sizes as a mean over the spatial axes, whose gradient (an
-    # expanded tensor divided) comes out contiguous whatever the input's format
-    ctx.channels_last = channels_last and any(o != 1 for o in output_size)
+    ctx.channels_last = _adaptive_grad_channels_last(channels_last, output_size)
 
 
 def _adaptive_grad(ctx: Any, grad: Tensor) -> Tuple[Optional[Tensor], ...]:
@@ -445,6 +450,30 @@ _adaptive_backward_op.register_autograd(_adaptive_backward_grad,
                                         setup_context=_setup_adaptive_backward)
 
 
+# vmap (torch.func.vmap, and the per-sample work of jacrev, jacfwd, hessian): the mapped axis
+# joins the batch axis, as a pool treats every (n, c) alike, so that one call of the kernels
+# serves the whole map instead of functorch's loop of one call per entry.
+
+def _batch_rule(op: Any, resize: bool) -> Callable[..., Tuple[Tensor, int]]:
+    """op's vmap rule; resize: op's argument after the tensor is the batched input's size
+    (the backward operators), whose batch grows by the map's."""
+    def rule(info: Any, in_dims: Tuple[Optional[int], ...], t: Tensor,
+             *rest: Any) -> Tuple[Tensor, int]:
+        t = t.movedim(in_dims[0], 0) if in_dims[0] is not None else t.unsqueeze(0)
+        b, n = t.shape[0], t.shape[1]
+        args = list(rest)
+        if resize:
+            args[0] = [b * args[0][0]] + list(args[0][1:])
+        return op(t.flatten(0, 1), *args).unflatten(0, (b, n)), 0
+    return rule
+
+
+_avg_pool_op.register_vmap(_batch_rule(_avg_pool_op, False))
+_avg_pool_backward_op.register_vmap(_batch_rule(_avg_pool_backward_op, True))
+_adaptive_op.register_vmap(_batch_rule(_adaptive_op, False))
+_adaptive_backward_op.register_vmap(_batch_rule(_adaptive_backward_op, True))
+
+
 # ------------------------------------------------------------------------------ eager path
 # In plain eager code the operators' Python dispatch (custom_op's layers, the autograd wrapper)
 # cost 40-200 us per call, mostly in cache misses after a kernel has streamed megabytes through
@@ -452,6 +481,9 @@ _adaptive_backward_op.register_autograd(_adaptive_backward_grad,
 # dispatcher runs the same kernels directly (through an autograd.Function when a gradient is
 # wanted); anything that must see the operators (torch.compile, make_fx, jit tracing, fake
 # tensors, dispatch or function modes, functorch transforms, tensor subclasses) gets them.
+# functorch's transforms (torch.func.grad, vjp, jacrev, jacfwd, hessian, vmap of them) do not
+# take custom_op's autograd in torch 2.13 ("must override the setup_context staticmethod"), so
+# under them the operators go through the same autograd.Function.
 
 _dispatch_stack_len = getattr(torch._C, "_len_torch_dispatch_stack", None)
 _function_stack_len = getattr(torch._C, "_len_torch_function_stack", None)
@@ -467,41 +499,107 @@ def _eager_direct(x: Tensor) -> bool:
             and _function_stack_len() == 0 and not _transforms_active())
 
 
+def _functorch(x: Tensor) -> bool:
+    """Whether a call on x is under a functorch transform (and not being compiled)."""
+    return (_transforms_active is not None and _transforms_active()
+            and not torch.compiler.is_compiling())
+
+
 def _wants_grad(x: Tensor) -> bool:
     return x.requires_grad and torch.is_grad_enabled()
 
 
-class _EagerPool(torch.autograd.Function):
-    """avgpool::avg_pool's autograd without its dispatch; a gradient that must itself be
-    differentiated (create_graph) goes through the backward operator."""
+class _Pooling:
+    """A pool's arguments other than its tensor (params: _PoolParams, or adaptive output
+    sizes), as one leaf of functorch's pytrees, and its two linear maps: the pool and its
+    adjoint, the backward, each on the kernels directly where nothing would see the difference
+    (_eager_direct), else through the operators. channels_last: the layout of the pool's
+    result and of the backward's gradient."""
+
+    def __init__(self, adaptive: bool, params: Any, channels_last: bool,
+                 input_size: Sequence[Any] = ()) -> None:
+        self.adaptive, self.params, self.channels_last = adaptive, params, channels_last
+        self.input_size = list(input_size)
+
+    def on(self, x: Tensor) -> "_Pooling":
+        """The same pool, recording the size of its input x (for the backward)."""
+        return _Pooling(self.adaptive, self.params, self.channels_last, x.shape)
+
+    def of_gradient(self, g: Tensor) -> "_Pooling":
+        """The pool applied to g (a gradient's gradient), in the layout torch gives g's."""
+        return _Pooling(self.adaptive, self.params, _result_channels_last(g))
+
+    def pool(self, x: Tensor) -> Tensor:
+        cl = self.channels_last
+        if self.adaptive:
+            if _eager_direct(x):
+                return _adaptive_impl(x, self.params, cl)
+            return _adaptive_op(x, self.params, cl)
+        params: _PoolParams = self.params
+        if _eager_direct(x):
+            return _pool_impl(x, *params, cl)
+        return _avg_pool_op(x, *params, cl)
+
+    def backward(self, g: Tensor) -> Tensor:
+        size = self.input_size
+        if self.adaptive:
+            cl = _adaptive_grad_channels_last(self.channels_last, self.params)
+            if _eager_direct(g):
+                return _adaptive_backward_impl(g, size, self.params, cl)
+            return _adaptive_backward_op(g, size, self.params, cl)
+        params: _PoolParams = self.params
+        if _eager_direct(g):
+            return _pool_backward_impl(g, size, *params, self.channels_last)
+        return _avg_pool_backward_op(g, size, *params, self.channels_last)
+
+
+class _PoolFunction(torch.autograd.Function):
+    """A pool (_Pooling) with its autograd, outside custom_op's: the backward is
+    _PoolBackwardFunction (differentiable again: double backward), the forward-mode derivative
+    the pool of the tangent (the pool is linear), vmap rules generated from the operators'."""
+
+    generate_vmap_rule = True
 
     @staticmethod
-    def forward(ctx: Any, x: Tensor, params: _PoolParams, channels_last: bool) -> Tensor:
-        ctx.input_size, ctx.params, ctx.channels_last = list(x.shape), params, channels_last
-        return _pool_impl(x, *params, channels_last)
+    def forward(x: Tensor, pooling: _Pooling) -> Tensor:
+        return pooling.pool(x)
 
     @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> Tuple[Optional[Tensor], ...]:
-        args = (grad, ctx.input_size, *ctx.params, ctx.channels_last)
-        if torch.is_grad_enabled() or not _eager_direct(grad):
-            return _avg_pool_backward_op(*args), None, None
-        return _pool_backward_impl(*args), None, None
-
-
-class _EagerAdaptive(torch.autograd.Function):
-    """avgpool::adaptive_avg_pool's autograd without its dispatch (as _EagerPool)."""
+    def setup_context(ctx: Any, inputs: Tuple[Any, ...], output: Any) -> None:
+        ctx.pooling = inputs[1].on(inputs[0])
 
     @staticmethod
-    def forward(ctx: Any, x: Tensor, output_size: List[int], channels_last: bool) -> Tensor:
-        _setup_adaptive(ctx, (x, output_size, channels_last), None)
-        return _adaptive_impl(x, output_size, channels_last)
+    def backward(ctx: Any, grad: Tensor) -> Tuple[Optional[Tensor], None]:
+        if torch.is_grad_enabled() or _functorch(grad):  # its own gradient may be taken
+            return _PoolBackwardFunction.apply(grad, ctx.pooling), None
+        return ctx.pooling.backward(grad), None
 
     @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> Tuple[Optional[Tensor], ...]:
-        args = (grad, ctx.input_size, ctx.output_size, ctx.channels_last)
-        if torch.is_grad_enabled() or not _eager_direct(grad):
-            return _adaptive_backward_op(*args), None, None
-        return _adaptive_backward_impl(*args), None, None
+    def jvp(ctx: Any, tangent: Tensor, _: Any) -> Tensor:
+        return _PoolFunction.apply(tangent, ctx.pooling)
+
+
+class _PoolBackwardFunction(torch.autograd.Function):
+    """The backward of a pool, with its autograd: its gradient is the pool of the gradient's
+    gradient, its forward-mode derivative itself on the tangent (as _PoolFunction)."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(grad: Tensor, pooling: _Pooling) -> Tensor:
+        return pooling.backward(grad)
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: Tuple[Any, ...], output: Any) -> None:
+        ctx.pooling = inputs[1]
+
+    @staticmethod
+    def backward(ctx: Any, grad_grad: Tensor) -> Tuple[Optional[Tensor], None]:
+        return _PoolFunction.apply(grad_grad, ctx.pooling.of_gradient(grad_grad)), None
+
+    @staticmethod
+    def jvp(ctx: Any, tangent: Tensor, _: Any) -> Tensor:
+        return _PoolBackwardFunction.apply(tangent, ctx.pooling)
 
 
 # --------------------------------------------------------------------------------- functions
@@ -630,10 +728,11 @@ def _avg_pool(x: Tensor, rank: int, fname: str, kernel_size: _Size, stride: Opti
     params: _PoolParams = (_symbolic_pool_params(spatial, rank, *arguments) if _symbolic(spatial)
                            else _pool_params(spatial, rank, args, *arguments))
     channels_last = _result_channels_last(xb)
-    if not _eager_direct(xb):
+    direct = _eager_direct(xb)
+    if (direct and _wants_grad(xb)) or _functorch(xb):
+        y = _PoolFunction.apply(xb, _Pooling(False, params, channels_last))
+    elif not direct:
         y = _avg_pool_op(xb, *params, channels_last)
-    elif _wants_grad(xb):
-        y = _EagerPool.apply(xb, params, channels_last)
     else:
         y = _run(xb, _pool_desc_of(params), channels_last, None if unbatched else key)
     return y.squeeze(0) if unbatched else y
@@ -651,10 +750,11 @@ def _adaptive(x: Tensor, rank: int, fname: str, output_size: Any) -> Tensor:
     output_sizes = (_symbolic_adaptive_params(spatial, rank, output_size) if _symbolic(spatial)
                     else _adaptive_params(spatial, rank, output_size))
     channels_last = _result_channels_last(xb)
-    if not _eager_direct(xb):
+    direct = _eager_direct(xb)
+    if (direct and _wants_grad(xb)) or _functorch(xb):
+        y = _PoolFunction.apply(xb, _Pooling(True, output_sizes, channels_last))
+    elif not direct:
         y = _adaptive_op(xb, output_sizes, channels_last)
-    elif _wants_grad(xb):
-        y = _EagerAdaptive.apply(xb, output_sizes, channels_last)
     else:
         y = _run(xb, adaptive_desc(tuple(output_sizes)), channels_last,
                  None if unbatched else key)
