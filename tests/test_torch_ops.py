@@ -630,12 +630,12 @@ def test_torch_compile_fullgraph_trains_like_eager(backend):
         torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
 
 
-def _every_op(ops, x1, x2, x3):
+def _every_op(ops, x1, x2, x3, ceil_mode=True):
     """Each pool of ops (avgpool.torch or torch.nn.functional) on 3-D, 4-D and 5-D inputs,
     with options whose output sizes follow the input's (ceil_mode, padding, None sizes)."""
-    return (ops.avg_pool1d(x1, 4, 3, 2, ceil_mode=True),
+    return (ops.avg_pool1d(x1, 4, 3, 2, ceil_mode=ceil_mode),
             ops.avg_pool2d(x2, 3, 2, 1, count_include_pad=False),
-            ops.avg_pool2d(x2, (2, 3), (1, 2), ceil_mode=True, divisor_override=5),
+            ops.avg_pool2d(x2, (2, 3), (1, 2), ceil_mode=ceil_mode, divisor_override=5),
             ops.avg_pool3d(x3, 2, (1, 2, 2), 1),
             ops.adaptive_avg_pool1d(x1, 5),
             ops.adaptive_avg_pool2d(x2, (None, 3)),
@@ -674,3 +674,33 @@ def test_torch_compile_dynamic_shapes(channels_last):
             assert _same_layout(y, w), (y.shape, y.stride(), w.stride())
             torch.testing.assert_close(y, w, rtol=1e-5, atol=1e-5)
     assert counters["avgpool"].frame_count <= counters["torch"].frame_count < 3
+
+
+class _EveryOp(torch.nn.Module):
+    def forward(self, x1, x2, x3):
+        return _every_op(apt, x1, x2, x3, ceil_mode=False)
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_torch_export_dynamic_shapes(strict):
+    """torch.export with dynamic batch and spatial dimensions (unbounded above): the exported
+    program gives torch's values on inputs of other sizes. Without ceil_mode, whose dropped
+    last window is a guard on the size's remainder that torch.export rejects for torch's own
+    pools too."""
+    from torch.export import Dim
+
+    def inputs(i, spatial):
+        rng = np.random.default_rng(i)
+        return tuple(torch.tensor(rng.standard_normal((2 + i, 3) + s), dtype=torch.float32)
+                     for s in spatial)
+
+    # sizes from 8 on: an output size that may be 1 is a guard too (torch specializes 0 and 1)
+    n = Dim("n")
+    dims = tuple({0: n, **{2 + a: Dim(f"d{r}{a}", min=8) for a in range(r)}} for r in (1, 2, 3))
+    program = torch.export.export(_EveryOp(), inputs(0, ((11,), (9, 12), (8, 9, 10))),
+                                  dynamic_shapes=dims, strict=strict)
+    for i, spatial in enumerate((((16,), (16, 16), (9, 8, 11)), ((23,), (13, 8), (10, 12, 9))),
+                                1):
+        xs = inputs(i, spatial)
+        for y, w in zip(program.module()(*xs), _every_op(F, *xs, ceil_mode=False)):
+            torch.testing.assert_close(y, w, rtol=1e-5, atol=1e-6)

@@ -97,7 +97,8 @@ FLOOR, CEIL, CEIL_DROP = "floor", "ceil", "ceil_drop"
 
 
 def pooled_size(size: int, ek: int, stride: int, pb: int, pe: int, rounding: str, name: str,
-                axis: int, pads_name: str = "pads", large_window: bool = False) -> int:
+                axis: int, pads_name: str = "pads", large_window: bool = False,
+                symbolic: bool = False) -> int:
     """Output size of one axis: ``floor`` or ``ceil`` of ``(size + pb + pe - ek) / stride``,
     plus one.
 
@@ -106,8 +107,11 @@ def pooled_size(size: int, ek: int, stride: int, pb: int, pe: int, rounding: str
     ``size + pb`` (ONNX, PyTorch, OpenVINO ``ceil_torch``). An effective window larger than the
     padded input is an error, except with ceil rounding and ``large_window`` (ONNX and PyTorch,
     ruling R1) while the formula still gives an output: one window, hanging past the end.
+    ``symbolic``: ``size`` may be a size torch.compile traces, which skips the int64 check (a
+    tensor's size is far from it, and the bound would be a guard torch.export cannot prove for
+    an unbounded dimension; the core checks the call's real sizes).
     """
-    if size + pb + pe > INT64_MAX:
+    if not symbolic and size + pb + pe > INT64_MAX:
         raise ValueError(f"{pads_name}: the padded size {size} + {pb} + {pe} of spatial axis "
                          f"{axis} must fit in int64")
     span = size + pb + pe - ek

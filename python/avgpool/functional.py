@@ -100,17 +100,19 @@ def pool_args_for(rank: int, kernel_size: Size, stride: Optional[Size], padding:
 
 
 def pool_output_sizes(spatial: Sequence[Any], kernel: Tuple[int, ...], strides: Tuple[int, ...],
-                      pads: Tuple[int, ...], ceil_mode: bool) -> Tuple[Any, ...]:
+                      pads: Tuple[int, ...], ceil_mode: bool,
+                      symbolic: bool = False) -> Tuple[Any, ...]:
     """The output sizes of a torch-style pool of checked arguments (:func:`pool_args_for`) on
-    spatial sizes that are ints, or torch's symbolic sizes under ``torch.compile`` (plain
-    arithmetic and comparisons, which it traces)."""
+    spatial sizes that are ints or, with ``symbolic``, sizes torch.compile or torch.export
+    traces (plain arithmetic and comparisons, which become the graph's expressions and
+    guards)."""
     outs = []
     for a in range(len(kernel)):
         # ceil_mode: a window larger than the padded input is one window hanging past the end,
         # as torch computes it (ruling R1)
         outs.append(pooled_size(spatial_size(spatial, a), kernel[a], strides[a], pads[a], pads[a],
                                 CEIL_DROP if ceil_mode else FLOOR, "kernel_size", a, "padding",
-                                large_window=True))
+                                large_window=True, symbolic=symbolic))
     if len(kernel) == 3 and any(n < k for n, k in zip(spatial, kernel)):
         # torch's avg_pool3d (not 1-D / 2-D) requires the unpadded input to hold the kernel (R2)
         raise ValueError(f"avg_pool3d: x of spatial size {tuple(spatial)} is smaller than "

@@ -699,7 +699,8 @@ def _pool_args(rank: int, kernel_size: Any, stride: Any, padding: Any, ceil_mode
 
 def _symbolic_pool_params(spatial: Tuple[Any, ...], rank: int, *arguments: Any) -> _PoolParams:
     kernel, strides, pads, ceil_mode, include, override = _pool_args(rank, *arguments)
-    outs = _functional.pool_output_sizes(spatial, kernel, strides, pads, ceil_mode)
+    outs = _functional.pool_output_sizes(spatial, kernel, strides, pads, ceil_mode,
+                                         symbolic=True)
     return list(kernel), list(strides), list(pads), list(outs), include, override or 0
 
 
