@@ -543,10 +543,14 @@ def test_functional_keeps_autograd():
 
 
 def test_errors():
-    with pytest.raises(ValueError, match="avgpool runs on the CPU only"):
-        apt.avg_pool2d(torch.empty(1, 1, 4, 4, device="meta"), 2)
-    with pytest.raises(ValueError, match="avgpool runs on the CPU only"):
-        apt.adaptive_avg_pool2d(torch.empty(1, 1, 4, 4, device="meta"), 2)
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():  # a CUDA tensor without CUDA: what a trace of a CUDA model holds
+        on_gpu = torch.empty(1, 1, 4, 4, device="cuda")
+        with pytest.raises(ValueError, match="avgpool runs on the CPU only"):
+            apt.avg_pool2d(on_gpu, 2)
+        with pytest.raises(ValueError, match="avgpool runs on the CPU only"):
+            apt.adaptive_avg_pool2d(on_gpu, 2)
     with pytest.raises(TypeError, match="input must be a torch.Tensor"):
         apt.avg_pool2d(np.ones((1, 1, 4, 4), np.float32), 2)
     with pytest.raises(ValueError, match="avg_pool2d: input must be 3-D"):
@@ -704,3 +708,19 @@ def test_torch_export_dynamic_shapes(strict):
         xs = inputs(i, spatial)
         for y, w in zip(program.module()(*xs), _every_op(F, *xs, ceil_mode=False)):
             torch.testing.assert_close(y, w, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_meta_tensors_give_torchs_shapes(channels_last):
+    """Tensors on the meta device (shape inference, models built on it) pass through the
+    operators' fake implementations: torch's shapes and strides, forward and backward."""
+    xs = [torch.empty((2, 3) + s, device="meta") for s in ((11,), (9, 12), (4, 6, 7))]
+    if channels_last:
+        xs = [_channels_last(x) for x in xs]
+    xs = [x.requires_grad_() for x in xs]
+    ys, ws = _every_op(apt, *xs), _every_op(F, *xs)
+    for y, w in zip(ys, ws):
+        assert y.device.type == "meta" and _same_layout(y, w), (y.shape, y.stride(), w.stride())
+    for gx, gw in zip(torch.autograd.grad(ys, xs, [torch.ones_like(w) for w in ws]),
+                      torch.autograd.grad(ws, xs, [torch.ones_like(w) for w in ws])):
+        assert gx.device.type == "meta" and _same_layout(gx, gw), (gx.stride(), gw.stride())

@@ -304,7 +304,7 @@ def _run_backward(grad: Tensor, input_size: Sequence[int], nhwc: bool, desc: Any
 def _check_tensor(x: Any, fname: str) -> None:
     if not isinstance(x, Tensor):
         raise TypeError(f"{fname}: input must be a torch.Tensor, got {type(x).__name__}")
-    if x.device.type != "cpu":
+    if x.device.type not in ("cpu", "meta"):  # meta: shapes only, from the operators' fakes
         raise ValueError(f"{fname}: input is on device {x.device}; avgpool runs on the CPU only "
                          f"(move it with .cpu(), or use torch.nn.functional on that device)")
 
@@ -494,7 +494,7 @@ def _eager_direct(x: Tensor) -> bool:
     """Whether a call on x may skip the operators: nothing would see the difference."""
     if _dispatch_stack_len is None or _function_stack_len is None or _transforms_active is None:
         return False  # a torch without these queries: always the operators
-    return (type(x) is Tensor and not torch.compiler.is_compiling()
+    return (type(x) is Tensor and x.is_cpu and not torch.compiler.is_compiling()
             and not torch.jit.is_tracing() and _dispatch_stack_len() == 0
             and _function_stack_len() == 0 and not _transforms_active())
 
