@@ -724,3 +724,31 @@ def test_meta_tensors_give_torchs_shapes(channels_last):
     for gx, gw in zip(torch.autograd.grad(ys, xs, [torch.ones_like(w) for w in ws]),
                       torch.autograd.grad(ws, xs, [torch.ones_like(w) for w in ws])):
         assert gx.device.type == "meta" and _same_layout(gx, gw), (gx.stride(), gw.stride())
+
+
+@pytest.mark.parametrize("dynamo", [False, True])
+def test_onnx_export_like_torch(dynamo, tmp_path):
+    """torch.onnx.export (the TorchScript exporter, and the default dynamo one) writes a model
+    using avgpool.torch as it writes the same model on torch.nn's pools: the same ONNX
+    operators, and onnxruntime gives torch's values."""
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+    ours = torch.nn.Sequential(conv, apt.AvgPool2d(3, 2, 1, ceil_mode=True,
+                                                   count_include_pad=False),
+                               apt.AdaptiveAvgPool2d(1))
+    theirs = torch.nn.Sequential(conv, torch.nn.AvgPool2d(3, 2, 1, ceil_mode=True,
+                                                          count_include_pad=False),
+                                 torch.nn.AdaptiveAvgPool2d(1))
+    x = torch.randn(2, 3, 17, 17)
+    kinds = []
+    for name, model in (("ours", ours), ("theirs", theirs)):
+        path = str(tmp_path / f"{name}.onnx")
+        torch.onnx.export(model, (x,), path, dynamo=dynamo)
+        kinds.append(sorted({n.op_type for n in onnx.load(path).graph.node}))
+        session = ort.InferenceSession(path)
+        (y,) = session.run(None, {session.get_inputs()[0].name: x.numpy()})
+        torch.testing.assert_close(torch.from_numpy(y), theirs(x).detach(), rtol=1e-5,
+                                   atol=1e-6)
+    assert kinds[0] == kinds[1] and "AveragePool" in kinds[0], kinds

@@ -28,6 +28,7 @@ only.
 from __future__ import annotations
 
 import os
+import sys
 from functools import lru_cache
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -505,6 +506,13 @@ def _functorch(x: Tensor) -> bool:
             and not torch.compiler.is_compiling())
 
 
+def _onnx_exporting() -> bool:
+    """Whether torch.onnx.export is tracing the call (torch.onnx is imported then; importing it
+    only to ask would cost the first call 18 ms, and asking 1 us a call)."""
+    onnx = sys.modules.get("torch.onnx")
+    return onnx is not None and onnx.is_in_onnx_export()
+
+
 def _wants_grad(x: Tensor) -> bool:
     return x.requires_grad and torch.is_grad_enabled()
 
@@ -723,6 +731,14 @@ def _avg_pool(x: Tensor, rank: int, fname: str, kernel_size: _Size, stride: Opti
     if y is not None:
         return y
     _check_tensor(x, fname)
+    if _onnx_exporting():
+        # torch's exporters write torch's own pools as ONNX AveragePool; these functions mean
+        # the same, so the exported model is the one torch.nn.functional's would give
+        pool = getattr(torch.nn.functional, fname)
+        if rank == 1:
+            return pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad)
+        return pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                    divisor_override)
     xb, unbatched = _batched(x, rank, fname)
     spatial = tuple(xb.shape[2:])
     arguments = (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
@@ -746,6 +762,8 @@ def _adaptive(x: Tensor, rank: int, fname: str, output_size: Any) -> Tensor:
     if y is not None:
         return y
     _check_tensor(x, fname)
+    if _onnx_exporting():  # as _avg_pool
+        return getattr(torch.nn.functional, fname)(x, output_size)
     xb, unbatched = _batched(x, rank, fname)
     spatial = tuple(xb.shape[2:])
     output_sizes = (_symbolic_adaptive_params(spatial, rank, output_size) if _symbolic(spatial)
