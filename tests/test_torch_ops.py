@@ -752,3 +752,24 @@ def test_onnx_export_like_torch(dynamo, tmp_path):
         torch.testing.assert_close(torch.from_numpy(y), theirs(x).detach(), rtol=1e-5,
                                    atol=1e-6)
     assert kinds[0] == kinds[1] and "AveragePool" in kinds[0], kinds
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_forward_mode_ad_tangents_equal_torch(channels_last):
+    """torch.autograd.forward_ad's dual tensors: each pool's tangent is torch's (a direct call
+    on the primal would drop it)."""
+    import torch.autograd.forward_ad as fwAD
+
+    rng = np.random.default_rng(0)
+    xs, ts = ([torch.tensor(rng.standard_normal((2, 3) + s)) for s in ((11,), (9, 12), (4, 6, 7))]
+              for _ in range(2))
+    if channels_last:
+        xs = [_channels_last(x) for x in xs]
+    with fwAD.dual_level():
+        duals = [fwAD.make_dual(x, t) for x, t in zip(xs, ts)]
+        ours = [fwAD.unpack_dual(y) for y in _every_op(apt, *duals)]
+        theirs = [fwAD.unpack_dual(y) for y in _every_op(F, *duals)]
+    for (y, ty), (w, tw) in zip(ours, theirs):
+        assert ty is not None
+        torch.testing.assert_close(y, w, rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(ty, tw, rtol=1e-12, atol=1e-12)

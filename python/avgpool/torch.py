@@ -489,13 +489,21 @@ _adaptive_backward_op.register_vmap(_batch_rule(_adaptive_backward_op, True))
 _dispatch_stack_len = getattr(torch._C, "_len_torch_dispatch_stack", None)
 _function_stack_len = getattr(torch._C, "_len_torch_function_stack", None)
 _transforms_active = getattr(torch._C, "_are_functorch_transforms_active", None)
+_forward_ad = torch.autograd.forward_ad
+
+
+def _dual_level() -> bool:
+    """Whether forward-mode AD (torch.autograd.forward_ad.dual_level) is on: its dual tensors'
+    tangents must go through _PoolFunction's jvp, which a direct call would drop."""
+    return getattr(_forward_ad, "_current_level", 0) >= 0
 
 
 def _eager_direct(x: Tensor) -> bool:
     """Whether a call on x may skip the operators: nothing would see the difference."""
     if _dispatch_stack_len is None or _function_stack_len is None or _transforms_active is None:
         return False  # a torch without these queries: always the operators
-    return (type(x) is Tensor and x.is_cpu and not torch.compiler.is_compiling()
+    return (type(x) is Tensor and x.is_cpu and not _dual_level()
+            and not torch.compiler.is_compiling()
             and not torch.jit.is_tracing() and _dispatch_stack_len() == 0
             and _function_stack_len() == 0 and not _transforms_active())
 
@@ -746,7 +754,7 @@ def _avg_pool(x: Tensor, rank: int, fname: str, kernel_size: _Size, stride: Opti
                            else _pool_params(spatial, rank, args, *arguments))
     channels_last = _result_channels_last(xb)
     direct = _eager_direct(xb)
-    if (direct and _wants_grad(xb)) or _functorch(xb):
+    if (direct and _wants_grad(xb)) or _functorch(xb) or _dual_level():
         y = _PoolFunction.apply(xb, _Pooling(False, params, channels_last))
     elif not direct:
         y = _avg_pool_op(xb, *params, channels_last)
@@ -770,7 +778,7 @@ def _adaptive(x: Tensor, rank: int, fname: str, output_size: Any) -> Tensor:
                     else _adaptive_params(spatial, rank, output_size))
     channels_last = _result_channels_last(xb)
     direct = _eager_direct(xb)
-    if (direct and _wants_grad(xb)) or _functorch(xb):
+    if (direct and _wants_grad(xb)) or _functorch(xb) or _dual_level():
         y = _PoolFunction.apply(xb, _Pooling(True, output_sizes, channels_last))
     elif not direct:
         y = _adaptive_op(xb, output_sizes, channels_last)
