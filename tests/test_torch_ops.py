@@ -773,3 +773,43 @@ def test_forward_mode_ad_tangents_equal_torch(channels_last):
         assert ty is not None
         torch.testing.assert_close(y, w, rtol=1e-12, atol=1e-12)
         torch.testing.assert_close(ty, tw, rtol=1e-12, atol=1e-12)
+
+
+def _two_pools(ops, t):
+    """A windowed and an adaptive pool of t, flattened into one vector."""
+    return torch.cat([ops.avg_pool2d(t, 3, 2, 1, ceil_mode=True).flatten(),
+                      ops.adaptive_avg_pool2d(t, (2, 3)).flatten()])
+
+
+def _backward_grad(loss, x):
+    """x's gradient through loss.backward() (which reentrant checkpointing needs)."""
+    x.grad = None
+    loss.backward()
+    return x.grad
+
+
+_AUTOGRAD_APIS = {
+    "checkpoint": lambda f, x: torch.autograd.grad(torch.utils.checkpoint.checkpoint(
+        lambda t: f(t).sin(), x, use_reentrant=False).sum(), x)[0],
+    "checkpoint-reentrant": lambda f, x: _backward_grad(torch.utils.checkpoint.checkpoint(
+        lambda t: f(t).sin(), x, use_reentrant=True).sum(), x),
+    # legacy-vmap batched gradients, not a functorch transform
+    "is_grads_batched": lambda f, x: torch.autograd.grad(
+        f(x), x, torch.linspace(-1, 1, 4 * f(x).numel(), dtype=x.dtype).reshape(4, -1),
+        is_grads_batched=True)[0],
+    "jacobian-vectorize": lambda f, x: torch.autograd.functional.jacobian(f, x, vectorize=True),
+}
+
+
+@pytest.mark.parametrize("api", sorted(_AUTOGRAD_APIS))
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_autograd_apis_equal_torch(api, channels_last):
+    """Activation checkpointing, batched gradients and the vectorized Jacobian give torch's
+    gradients (float64)."""
+    x = torch.tensor(np.random.default_rng(0).standard_normal((2, 3, 9, 8)))
+    if channels_last:
+        x = _channels_last(x)
+    x.requires_grad_()
+    got, want = (_AUTOGRAD_APIS[api](lambda t, ops=ops: _two_pools(ops, t), x)
+                 for ops in (apt, F))
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)

@@ -490,6 +490,9 @@ _dispatch_stack_len = getattr(torch._C, "_len_torch_dispatch_stack", None)
 _function_stack_len = getattr(torch._C, "_len_torch_function_stack", None)
 _transforms_active = getattr(torch._C, "_are_functorch_transforms_active", None)
 _forward_ad = torch.autograd.forward_ad
+# the batched gradients of torch.autograd.grad(..., is_grads_batched=True) (behind
+# torch.autograd.functional.jacobian(vectorize=True)): legacy vmap, no functorch transform
+_legacy_batched = getattr(torch._C._functorch, "is_legacy_batchedtensor", None)
 
 
 def _dual_level() -> bool:
@@ -500,10 +503,12 @@ def _dual_level() -> bool:
 
 def _eager_direct(x: Tensor) -> bool:
     """Whether a call on x may skip the operators: nothing would see the difference."""
-    if _dispatch_stack_len is None or _function_stack_len is None or _transforms_active is None:
+    if (_dispatch_stack_len is None or _function_stack_len is None or _transforms_active is None
+            or _legacy_batched is None):
         return False  # a torch without these queries: always the operators
-    return (type(x) is Tensor and x.is_cpu and not _dual_level()
-            and not torch.compiler.is_compiling()
+    # is_compiling first: under torch.compile the rest is not traced (nor traceable)
+    return (type(x) is Tensor and not torch.compiler.is_compiling()
+            and x.is_cpu and not _dual_level() and not _legacy_batched(x)
             and not torch.jit.is_tracing() and _dispatch_stack_len() == 0
             and _function_stack_len() == 0 and not _transforms_active())
 
