@@ -455,12 +455,14 @@ _adaptive_backward_op.register_autograd(_adaptive_backward_grad,
 # joins the batch axis, as a pool treats every (n, c) alike, so that one call of the kernels
 # serves the whole map instead of functorch's loop of one call per entry.
 
-def _batch_rule(op: Any, resize: bool) -> Callable[..., Tuple[Tensor, int]]:
+def _batch_rule(op: Any, resize: bool) -> Callable[..., Tuple[Tensor, Optional[int]]]:
     """op's vmap rule; resize: op's argument after the tensor is the batched input's size
     (the backward operators), whose batch grows by the map's."""
     def rule(info: Any, in_dims: Tuple[Optional[int], ...], t: Tensor,
-             *rest: Any) -> Tuple[Tensor, int]:
-        t = t.movedim(in_dims[0], 0) if in_dims[0] is not None else t.unsqueeze(0)
+             *rest: Any) -> Tuple[Tensor, Optional[int]]:
+        if in_dims[0] is None:  # the tensor is not mapped (no other argument is a tensor)
+            return op(t, *rest), None
+        t = t.movedim(in_dims[0], 0)
         b, n = t.shape[0], t.shape[1]
         args = list(rest)
         if resize:
@@ -513,8 +515,8 @@ def _eager_direct(x: Tensor) -> bool:
             and _function_stack_len() == 0 and not _transforms_active())
 
 
-def _functorch(x: Tensor) -> bool:
-    """Whether a call on x is under a functorch transform (and not being compiled)."""
+def _functorch() -> bool:
+    """Whether a functorch transform is active (and nothing is being compiled)."""
     return (_transforms_active is not None and _transforms_active()
             and not torch.compiler.is_compiling())
 
@@ -587,7 +589,7 @@ class _PoolFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, grad: Tensor) -> Tuple[Optional[Tensor], None]:
-        if torch.is_grad_enabled() or _functorch(grad):  # its own gradient may be taken
+        if torch.is_grad_enabled() or _functorch():  # its own gradient may be taken
             return _PoolBackwardFunction.apply(grad, ctx.pooling), None
         return ctx.pooling.backward(grad), None
 
@@ -775,7 +777,7 @@ def _avg_pool(x: Tensor, rank: int, fname: str, kernel_size: _Size, stride: Opti
         y = _run(xb, _pool_desc_of(params), channels_last, None if unbatched else key)
     elif direct:
         y = _EagerPool.apply(xb, _Pooling(False, params, channels_last, xb.shape))
-    elif _functorch(xb) or _dual_level():
+    elif _functorch() or _dual_level():
         y = _PoolFunction.apply(xb, _Pooling(False, params, channels_last, xb.shape))
     else:
         y = _avg_pool_op(xb, *params, channels_last)
@@ -802,7 +804,7 @@ def _adaptive(x: Tensor, rank: int, fname: str, output_size: Any) -> Tensor:
                  None if unbatched else key)
     elif direct:
         y = _EagerPool.apply(xb, _Pooling(True, output_sizes, channels_last, xb.shape))
-    elif _functorch(xb) or _dual_level():
+    elif _functorch() or _dual_level():
         y = _PoolFunction.apply(xb, _Pooling(True, output_sizes, channels_last, xb.shape))
     else:
         y = _adaptive_op(xb, output_sizes, channels_last)
