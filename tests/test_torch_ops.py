@@ -646,6 +646,7 @@ def _every_op(ops, x1, x2, x3, ceil_mode=True):
             ops.adaptive_avg_pool3d(x3, (2, None, 3)))
 
 
+@pytest.mark.one_path  # the route is Python's; the kernels are checked elsewhere
 @pytest.mark.parametrize("channels_last", [False, True])
 def test_torch_compile_dynamic_shapes(channels_last):
     """Dynamic shapes (what torch.compile turns to once an input's size changes): graphs
@@ -685,6 +686,7 @@ class _EveryOp(torch.nn.Module):
         return _every_op(apt, x1, x2, x3, ceil_mode=False)
 
 
+@pytest.mark.one_path  # the route is Python's; the kernels are checked elsewhere
 @pytest.mark.parametrize("strict", [False, True])
 def test_torch_export_dynamic_shapes(strict):
     """torch.export with dynamic batch and spatial dimensions (unbounded above): the exported
@@ -710,6 +712,7 @@ def test_torch_export_dynamic_shapes(strict):
             torch.testing.assert_close(y, w, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.one_path  # the route is Python's; the kernels are checked elsewhere
 @pytest.mark.parametrize("channels_last", [False, True])
 def test_meta_tensors_give_torchs_shapes(channels_last):
     """Tensors on the meta device (shape inference, models built on it) pass through the
@@ -726,6 +729,7 @@ def test_meta_tensors_give_torchs_shapes(channels_last):
         assert gx.device.type == "meta" and _same_layout(gx, gw), (gx.stride(), gw.stride())
 
 
+@pytest.mark.one_path  # the route is Python's; the kernels are checked elsewhere
 @pytest.mark.parametrize("dynamo", [False, True])
 def test_onnx_export_like_torch(dynamo, tmp_path):
     """torch.onnx.export (the TorchScript exporter, and the default dynamo one) writes a model
