@@ -201,15 +201,16 @@ def avg_pool3d(x: Any, kernel_size: Size, stride: Optional[Size] = None, padding
 def adaptive_sizes_for(spatial: Tuple[int, ...], rank: int, output_size: Any) -> Tuple[int, ...]:
     """The output sizes of a torch-style adaptive call (``None`` keeps an input size), each
     checked >= 1; shared with :mod:`avgpool.torch`."""
-    sizes = tuple(spatial[i] if v is None else v
-                  for i, v in enumerate(adaptive_args_for(rank, output_size)))
-    adaptive_desc(sizes)  # the input sizes kept too
+    sizes = _expand(output_size, "output_size", rank, allow_none=True)
+    sizes = tuple(spatial[i] if v is None else v for i, v in enumerate(sizes))
+    adaptive_desc(sizes)  # checks every entry, naming output_size
     return sizes
 
 
 def adaptive_args_for(rank: int, output_size: Any) -> Tuple[Optional[int], ...]:
     """``output_size`` expanded to ``rank`` entries, ``None`` where the input size is kept,
-    the others checked >= 1: what :func:`adaptive_sizes_for` takes from the arguments alone."""
+    the others checked >= 1: what :func:`adaptive_sizes_for` checks of the arguments alone
+    (for sizes torch.compile traces)."""
     sizes = _expand(output_size, "output_size", rank, allow_none=True)
     adaptive_desc(tuple(1 if v is None else v for v in sizes))  # names output_size[i]
     return sizes
