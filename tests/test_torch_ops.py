@@ -646,6 +646,12 @@ def _every_op(ops, x1, x2, x3, ceil_mode=True):
             ops.adaptive_avg_pool3d(x3, (2, None, 3)))
 
 
+def _every_op_inputs(seed, spatial, batch=2, dtype=torch.float32):
+    """Random inputs for _every_op: (batch, 3, *s) for each spatial size s."""
+    rng = np.random.default_rng(seed)
+    return [torch.tensor(rng.standard_normal((batch, 3) + s), dtype=dtype) for s in spatial]
+
+
 @pytest.mark.one_path  # the route is Python's; the kernels are checked elsewhere
 @pytest.mark.parametrize("channels_last", [False, True])
 def test_torch_compile_dynamic_shapes(channels_last):
@@ -666,11 +672,10 @@ def test_torch_compile_dynamic_shapes(channels_last):
         results[name] = []
         for i, spatial in enumerate([((11,), (9, 12), (4, 6, 7)), ((16,), (16, 16), (5, 7, 8)),
                                      ((23,), (13, 7), (6, 5, 9))]):
-            rng = np.random.default_rng(i)
-            xs = [torch.tensor(rng.standard_normal((2 + i, 3) + s), dtype=torch.float32)
-                  for s in spatial]
-            xs = [(_channels_last(x) if channels_last else x).requires_grad_() for x in xs]
+            xs = [(_channels_last(x) if channels_last else x).requires_grad_()
+                  for x in _every_op_inputs(i, spatial, batch=2 + i)]
             ys = compiled(*xs)
+            rng = np.random.default_rng(10 + i)
             gys = [torch.tensor(rng.standard_normal(tuple(y.shape)), dtype=torch.float32)
                    for y in ys]
             results[name].append((ys, torch.autograd.grad(ys, xs, gys)))
@@ -695,19 +700,14 @@ def test_torch_export_dynamic_shapes(strict):
     pools too."""
     from torch.export import Dim
 
-    def inputs(i, spatial):
-        rng = np.random.default_rng(i)
-        return tuple(torch.tensor(rng.standard_normal((2 + i, 3) + s), dtype=torch.float32)
-                     for s in spatial)
-
     # sizes from 8 on: an output size that may be 1 is a guard too (torch specializes 0 and 1)
     n = Dim("n")
     dims = tuple({0: n, **{2 + a: Dim(f"d{r}{a}", min=8) for a in range(r)}} for r in (1, 2, 3))
-    program = torch.export.export(_EveryOp(), inputs(0, ((11,), (9, 12), (8, 9, 10))),
-                                  dynamic_shapes=dims, strict=strict)
+    first = tuple(_every_op_inputs(0, ((11,), (9, 12), (8, 9, 10))))
+    program = torch.export.export(_EveryOp(), first, dynamic_shapes=dims, strict=strict)
     for i, spatial in enumerate((((16,), (16, 16), (9, 8, 11)), ((23,), (13, 8), (10, 12, 9))),
                                 1):
-        xs = inputs(i, spatial)
+        xs = _every_op_inputs(i, spatial, batch=2 + i)
         for y, w in zip(program.module()(*xs), _every_op(F, *xs, ceil_mode=False)):
             torch.testing.assert_close(y, w, rtol=1e-5, atol=1e-6)
 
@@ -764,9 +764,8 @@ def test_forward_mode_ad_tangents_equal_torch(channels_last):
     on the primal would drop it)."""
     import torch.autograd.forward_ad as fwAD
 
-    rng = np.random.default_rng(0)
-    xs, ts = ([torch.tensor(rng.standard_normal((2, 3) + s)) for s in ((11,), (9, 12), (4, 6, 7))]
-              for _ in range(2))
+    xs, ts = (_every_op_inputs(seed, ((11,), (9, 12), (4, 6, 7)), dtype=torch.float64)
+              for seed in (0, 1))
     if channels_last:
         xs = [_channels_last(x) for x in xs]
     with fwAD.dual_level():
