@@ -559,8 +559,6 @@ def test_errors():
         apt.avg_pool2d(torch.ones(1, 1, 4, 4), 2, padding=2)
     with pytest.raises(ValueError, match=r"output_size\[0\] must be >= 1"):
         apt.adaptive_avg_pool2d(torch.ones(1, 1, 4, 4), (0, 2))
-    with pytest.raises(TypeError, match="dtype"):
-        apt.avg_pool2d(torch.ones(1, 1, 4, 4, dtype=torch.int32), 2)
 
 
 # --------------------------------------------------------------------------------------------
@@ -634,16 +632,23 @@ def test_torch_compile_fullgraph_trains_like_eager(backend):
         torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
 
 
+# Each pool of ops (avgpool.torch or torch.nn.functional) on 3-D, 4-D and 5-D inputs, with
+# options whose output sizes follow the input's (ceil_mode, padding, None sizes).
+_EVERY_OP = (
+    lambda ops, x1, x2, x3, ceil_mode: ops.avg_pool1d(x1, 4, 3, 2, ceil_mode=ceil_mode),
+    lambda ops, x1, x2, x3, ceil_mode: ops.avg_pool2d(x2, 3, 2, 1, count_include_pad=False),
+    lambda ops, x1, x2, x3, ceil_mode: ops.avg_pool2d(x2, (2, 3), (1, 2), ceil_mode=ceil_mode,
+                                                      divisor_override=5),
+    lambda ops, x1, x2, x3, ceil_mode: ops.avg_pool3d(x3, 2, (1, 2, 2), 1),
+    lambda ops, x1, x2, x3, ceil_mode: ops.adaptive_avg_pool1d(x1, 5),
+    lambda ops, x1, x2, x3, ceil_mode: ops.adaptive_avg_pool2d(x2, (None, 3)),
+    lambda ops, x1, x2, x3, ceil_mode: ops.adaptive_avg_pool3d(x3, (2, None, 3)),
+)
+
+
 def _every_op(ops, x1, x2, x3, ceil_mode=True):
-    """Each pool of ops (avgpool.torch or torch.nn.functional) on 3-D, 4-D and 5-D inputs,
-    with options whose output sizes follow the input's (ceil_mode, padding, None sizes)."""
-    return (ops.avg_pool1d(x1, 4, 3, 2, ceil_mode=ceil_mode),
-            ops.avg_pool2d(x2, 3, 2, 1, count_include_pad=False),
-            ops.avg_pool2d(x2, (2, 3), (1, 2), ceil_mode=ceil_mode, divisor_override=5),
-            ops.avg_pool3d(x3, 2, (1, 2, 2), 1),
-            ops.adaptive_avg_pool1d(x1, 5),
-            ops.adaptive_avg_pool2d(x2, (None, 3)),
-            ops.adaptive_avg_pool3d(x3, (2, None, 3)))
+    """The results of _EVERY_OP."""
+    return tuple(op(ops, x1, x2, x3, ceil_mode) for op in _EVERY_OP)
 
 
 def _every_op_inputs(seed, spatial, batch=2, dtype=torch.float32):
@@ -816,3 +821,72 @@ def test_autograd_apis_equal_torch(api, channels_last):
     got, want = (_AUTOGRAD_APIS[api](lambda t, ops=ops: _two_pools(ops, t), x)
                  for ops in (apt, F))
     torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+
+
+def _outcome(f):
+    """f()'s result, or the type and message of what it raised."""
+    try:
+        return f()
+    except Exception as e:  # noqa: BLE001 (the outcome compared is any exception)
+        return type(e), str(e)
+
+
+@pytest.mark.one_path  # the route is Python's; the kernels are checked elsewhere
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.uint8, torch.bool,
+                                   torch.complex64])
+def test_dtypes_without_kernels_as_torch(dtype):
+    """Tensors of dtypes the kernels lack get torch's own outcome: int64 windowed pools (torch
+    divides as integers) torch's values, the rest torch's error."""
+    xs = [(t * 50).to(dtype) for t in _every_op_inputs(3, ((11,), (9, 12), (4, 6, 7)))]
+    for op in _EVERY_OP:
+        ours = _outcome(lambda: op(apt, *xs, True))
+        want = _outcome(lambda: op(F, *xs, True))
+        if isinstance(want, torch.Tensor):
+            assert ours.dtype == want.dtype and torch.equal(ours, want)
+        else:
+            assert ours == want
+    assert isinstance(_outcome(lambda: apt.avg_pool2d(xs[1].to(torch.int64), 3)), torch.Tensor)
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.*is deprecated")
+@pytest.mark.one_path  # the route is Python's; the kernels are checked elsewhere
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_jit_trace_serves_other_sizes_like_torch(channels_last):
+    """A TorchScript trace records torch's pools, whose output sizes follow the input's: the
+    traced function gives torch's values on other sizes too (avgpool's operators, given output
+    sizes, would keep the traced ones)."""
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    traced = torch.jit.trace(lambda a, b, c: _every_op(apt, a, b, c),
+                             tuple(_every_op_inputs(0, ((11,), (9, 12), (4, 6, 7)))),
+                             check_trace=False)
+    kinds = {n.kind() for n in traced.graph.nodes()}
+    assert "aten::avg_pool2d" in kinds and not any(k.startswith("avgpool::") for k in kinds)
+    x1, x2, x3 = _every_op_inputs(1, ((16,), (16, 13), (5, 7, 8)), batch=3)
+    x2 = x2.contiguous(memory_format=fmt)
+    for y, want in zip(traced(x1, x2, x3), _every_op(F, x1, x2, x3)):
+        torch.testing.assert_close(y, want)
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.*is deprecated")
+@pytest.mark.one_path  # the route is Python's; the kernels are checked elsewhere
+def test_jit_script_of_modules_like_torch():
+    """torch.jit.script of a model holding the modules compiles torch's pools in their place
+    (the model itself keeps avgpool's): torch's values on a size the script never saw, and
+    through torch.jit.save and load."""
+    import io
+
+    for ours, theirs, args, kwargs, ndim in MODULES:
+        if isinstance(args[0], tuple) and None in args[0]:
+            continue  # a None output size: torch cannot script its own module either
+        model = torch.nn.Sequential(ours(*args, **kwargs), torch.nn.ReLU())
+        scripted = torch.jit.script(model)
+        assert type(model[0]) is ours
+        buffer = io.BytesIO()
+        torch.jit.save(scripted, buffer)
+        buffer.seek(0)
+        loaded = torch.jit.load(buffer)
+        x = torch.randn((2, 3, 9, 8, 7)[:ndim])
+        want = torch.relu(theirs(*args, **kwargs)(x))
+        torch.testing.assert_close(scripted(x), want)
+        torch.testing.assert_close(loaded(x), want)
+        torch.testing.assert_close(model(x), want)

@@ -21,8 +21,9 @@ memory; any other strides are made contiguous first. The output's memory format 
 gives for the same call: channels last for the 1-D and 2-D functions on channels-last input,
 contiguous for ``avg_pool3d`` and ``adaptive_avg_pool3d`` (torch 2.13); gradients too take the
 format torch's own backward gives them (the same rule, and contiguous for adaptive pooling to
-size 1, which torch computes as a mean). CPU tensors of float32, float64, float16 and bfloat16
-only.
+size 1, which torch computes as a mean). The kernels take CPU tensors of float32, float64,
+float16 and bfloat16; other dtypes (int64) go to torch.nn.functional, as do TorchScript traces
+and ONNX exports, which must record torch's own operators, and scripted modules.
 """
 
 from __future__ import annotations
@@ -529,6 +530,22 @@ def _onnx_exporting() -> bool:
     return onnx is not None and onnx.is_in_onnx_export()
 
 
+# Calls that torch's own pools serve, with the same meaning: dtypes the kernels lack (torch's
+# windowed pools take int64, dividing as integers; for the rest torch raises its own error),
+# and the traces that must record torch's operators. A TorchScript trace (torch.jit.trace)
+# fixes every Python value as a constant, so the output sizes that avgpool's operators take
+# would hold the traced input's sizes for every later one; torch's operators compute them from
+# the sizes. ONNX exporters write torch's pools as AveragePool, and know nothing of avgpool's.
+_KERNEL_DTYPES = frozenset((torch.float32, torch.float64, torch.float16, torch.bfloat16))
+
+
+def _torchs_own(x: Tensor, direct: bool) -> bool:
+    """Whether torch.nn.functional serves the call on x (direct: _eager_direct(x)); the trace
+    questions are asked only off the direct route, which no trace takes."""
+    return x.dtype not in _KERNEL_DTYPES or (
+        not direct and (torch.jit.is_tracing() or _onnx_exporting()))
+
+
 def _wants_grad(x: Tensor) -> bool:
     return x.requires_grad and torch.is_grad_enabled()
 
@@ -775,9 +792,7 @@ def _avg_pool(x: Tensor, rank: int, fname: str, kernel_size: _Size, stride: Opti
         return y
     _check_tensor(x, fname)
     direct = _eager_direct(x)
-    if not direct and _onnx_exporting():  # an export traces: never the direct route
-        # torch's exporters write torch's own pools as ONNX AveragePool; these functions mean
-        # the same, so the exported model is the one torch.nn.functional's would give
+    if _torchs_own(x, direct):
         pool = getattr(torch.nn.functional, fname)
         if rank == 1:
             return pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad)
@@ -802,7 +817,7 @@ def _adaptive(x: Tensor, rank: int, fname: str, output_size: Any) -> Tensor:
         return y
     _check_tensor(x, fname)
     direct = _eager_direct(x)
-    if not direct and _onnx_exporting():  # as _avg_pool
+    if _torchs_own(x, direct):
         return getattr(torch.nn.functional, fname)(x, output_size)
     xb, unbatched = _batched(x, rank, fname)
     spatial = tuple(xb.shape[2:])
@@ -893,12 +908,18 @@ def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:
 
 # ----------------------------------------------------------------------------------- modules
 # Subclasses of torch.nn's own modules: the same constructor, attributes, extra_repr, state and
-# isinstance checks; only forward runs on avgpool.
+# isinstance checks; only forward runs on avgpool. torch.jit.script compiles the branch under
+# is_scripting, torch's own forward: a TorchScript program runs without Python, from which
+# avgpool's kernels are called, and torch's pool means the same.
 
 class AvgPool1d(torch.nn.AvgPool1d):
     """``torch.nn.AvgPool1d`` on avgpool's kernels."""
 
     def forward(self, input: Tensor) -> Tensor:
+        if torch.jit.is_scripting():
+            return torch.nn.functional.avg_pool1d(input, self.kernel_size, self.stride,
+                                                  self.padding, self.ceil_mode,
+                                                  self.count_include_pad)
         return avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                           self.count_include_pad)
 
@@ -907,6 +928,10 @@ class AvgPool2d(torch.nn.AvgPool2d):
     """``torch.nn.AvgPool2d`` on avgpool's kernels."""
 
     def forward(self, input: Tensor) -> Tensor:
+        if torch.jit.is_scripting():
+            return torch.nn.functional.avg_pool2d(input, self.kernel_size, self.stride,
+                                                  self.padding, self.ceil_mode,
+                                                  self.count_include_pad, self.divisor_override)
         return avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                           self.count_include_pad, self.divisor_override)
 
@@ -915,6 +940,10 @@ class AvgPool3d(torch.nn.AvgPool3d):
     """``torch.nn.AvgPool3d`` on avgpool's kernels."""
 
     def forward(self, input: Tensor) -> Tensor:
+        if torch.jit.is_scripting():
+            return torch.nn.functional.avg_pool3d(input, self.kernel_size, self.stride,
+                                                  self.padding, self.ceil_mode,
+                                                  self.count_include_pad, self.divisor_override)
         return avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                           self.count_include_pad, self.divisor_override)
 
@@ -923,6 +952,8 @@ class AdaptiveAvgPool1d(torch.nn.AdaptiveAvgPool1d):
     """``torch.nn.AdaptiveAvgPool1d`` on avgpool's kernels."""
 
     def forward(self, input: Tensor) -> Tensor:
+        if torch.jit.is_scripting():
+            return torch.nn.functional.adaptive_avg_pool1d(input, self.output_size)
         return adaptive_avg_pool1d(input, self.output_size)
 
 
@@ -930,6 +961,8 @@ class AdaptiveAvgPool2d(torch.nn.AdaptiveAvgPool2d):
     """``torch.nn.AdaptiveAvgPool2d`` on avgpool's kernels."""
 
     def forward(self, input: Tensor) -> Tensor:
+        if torch.jit.is_scripting():
+            return torch.nn.functional.adaptive_avg_pool2d(input, self.output_size)
         return adaptive_avg_pool2d(input, self.output_size)
 
 
@@ -937,5 +970,7 @@ class AdaptiveAvgPool3d(torch.nn.AdaptiveAvgPool3d):
     """``torch.nn.AdaptiveAvgPool3d`` on avgpool's kernels."""
 
     def forward(self, input: Tensor) -> Tensor:
+        if torch.jit.is_scripting():
+            return torch.nn.functional.adaptive_avg_pool3d(input, self.output_size)
         return adaptive_avg_pool3d(input, self.output_size)
 
