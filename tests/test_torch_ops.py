@@ -848,6 +848,52 @@ def test_dtypes_without_kernels_as_torch(dtype):
     assert isinstance(_outcome(lambda: apt.avg_pool2d(xs[1].to(torch.int64), 3)), torch.Tensor)
 
 
+@pytest.mark.one_path  # the route is Python's; the kernels are checked elsewhere
+@pytest.mark.parametrize("kind", ["quantized", "mkldnn", "sparse"])
+def test_tensors_the_kernels_cannot_take_as_torch(kind):
+    """Quantized tensors and layouts other than strided get torch's own outcome (quantized
+    and mkldnn pools are torch's; a sparse tensor its error), on a first and a repeated call."""
+    make = {"quantized": lambda t: torch.quantize_per_tensor(t, 0.05, 0, torch.quint8),
+            "mkldnn": lambda t: t.to_mkldnn(), "sparse": lambda t: t.to_sparse()}[kind]
+    x2 = make(_every_op_inputs(4, ((9, 12),))[0])
+    for call in (lambda m: m.avg_pool2d(x2, 3, 2, 1), lambda m: m.adaptive_avg_pool2d(x2, 3)):
+        want = _outcome(lambda: call(F))
+        for _ in range(2):
+            ours = _outcome(lambda: call(apt))
+            if isinstance(want, torch.Tensor):
+                assert ours.dtype == want.dtype and ours.layout == want.layout
+                torch.testing.assert_close(ours.dequantize() if ours.is_quantized
+                                           else ours.to_dense(),
+                                           want.dequantize() if want.is_quantized
+                                           else want.to_dense())
+            else:
+                assert ours == want
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_negative_views_pooled_as_their_values(grad):
+    """Negative views (the imaginary part of a conjugate: values negated lazily) are pooled as
+    the values they show, by avgpool.torch's first call and by a repeated inference call on a
+    dense one (whose cached operator a plain tensor of the same strides set up), and by
+    avgpool.average_pool; a negative view as the gradient gives torch's gradient."""
+    z = torch.complex(*_every_op_inputs(5, ((9, 12), (9, 12))))
+    dense = z.real.contiguous()
+    apt.avg_pool2d(dense.clone(), 3, 2, 1)  # the same strides, not a negative view
+    desc = avgpool.AveragePoolingDesc((3, 3), (2, 2), (1, 1), (1, 1), include_padding=True)
+    for x in (z.conj().imag, torch._neg_view(dense)):
+        assert x.is_neg()
+        want = F.avg_pool2d(x.resolve_neg(), 3, 2, 1)
+        for _ in range(2):
+            torch.testing.assert_close(apt.avg_pool2d(x, 3, 2, 1), want)
+        torch.testing.assert_close(avgpool.average_pool(x, desc), want)
+    if grad:
+        g = torch._neg_view(_every_op_inputs(6, ((5, 6),))[0])
+        xg = dense.clone().requires_grad_()
+        (ours,) = torch.autograd.grad(apt.avg_pool2d(xg, 3, 2, 1), xg, g)
+        (theirs,) = torch.autograd.grad(F.avg_pool2d(xg, 3, 2, 1), xg, g)
+        torch.testing.assert_close(ours, theirs)
+
+
 @pytest.mark.filterwarnings("ignore:`torch.jit.*is deprecated")
 @pytest.mark.one_path  # the route is Python's; the kernels are checked elsewhere
 @pytest.mark.parametrize("channels_last", [False, True])

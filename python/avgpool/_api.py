@@ -37,6 +37,8 @@ def _torch_to_numpy(t: "torch.Tensor") -> np.ndarray:
         t = t.detach()
     if not t.is_cpu:
         raise ValueError(f"x: only CPU tensors are supported, got device {t.device}")
+    if t.is_neg():  # a negative view (the imaginary part of a conjugate), which numpy cannot see
+        t = t.resolve_neg()
     if t.dtype is torch.bfloat16:
         return t.view(torch.int16).numpy().view(_BFLOAT16)
     return t.numpy()

@@ -238,7 +238,11 @@ def _inference_key(x: Any, args: Tuple[Any, ...]) -> Optional[Tuple[Any, ...]]:
     gradient with nothing watching the dispatcher (the rest take the general path)."""
     if type(x) is not Tensor or x.requires_grad or not x.is_cpu or not _eager_direct(x):
         return None
-    return (args, x.shape, x.stride(), x.dtype) + _settings()
+    try:
+        strides = x.stride()
+    except RuntimeError:  # sparse and mkldnn layouts have none (the general path takes them)
+        return None
+    return (args, x.shape, strides, x.dtype) + _settings()
 
 
 def _keep_inference_plan(key: Tuple[Any, ...], plan: _Plan) -> None:
@@ -254,12 +258,16 @@ def _inference_run(key: Optional[Tuple[Any, ...]], x: Tensor) -> Optional[Tensor
     if plan is None:
         return None
     op, to_nhwc, from_nhwc, nhwc_out = plan
+    try:
+        a = x.numpy()
+    except RuntimeError:  # a negative view, which the general path resolves (asking costs more)
+        return None
     if to_nhwc is None:
-        y = op(x.numpy())
+        y = op(a)
         return _in_layout(y, False, True) if nhwc_out else torch.from_numpy(y)
     # numpy's transposes: a torch permute of a tuple costs twice as much; the operator
     # writes a channels-first result itself (_run)
-    y = op(x.numpy().transpose(to_nhwc))
+    y = op(a.transpose(to_nhwc))
     return torch.from_numpy(y.transpose(from_nhwc) if nhwc_out else y)
 
 
@@ -288,7 +296,8 @@ def _run_backward(grad: Tensor, input_size: Sequence[int], nhwc: bool, desc: Any
     if nhwc:
         shape = (shape[0],) + shape[2:] + (shape[1],)
     if (type(grad) is Tensor and grad.dtype in _INFERENCE_DTYPES and not grad.requires_grad
-            and grad.numel() and grad.stride() == _dense_strides(grad.shape, nhwc)):
+            and grad.numel() and grad.layout is torch.strided and not grad.is_neg()
+            and grad.stride() == _dense_strides(grad.shape, nhwc)):
         # the usual gradient, dense in the layout: numpy views and transposes on both sides,
         # one torch call each, as a torch call after the kernel has streamed megabytes through
         # the caches costs some 20 us (adaptive 14 -> 7 on 32x512x14x14 channels last, 2
@@ -531,8 +540,8 @@ def _onnx_exporting() -> bool:
 
 
 # Calls that torch's own pools serve, with the same meaning: dtypes the kernels lack (torch's
-# windowed pools take int64, dividing as integers; for the rest torch raises its own error),
-# and the traces that must record torch's operators. A TorchScript trace (torch.jit.trace)
+# windowed pools take int64, dividing as integers, and quantized tensors; for the rest torch
+# raises its own error), layouts other than strided (mkldnn, sparse), and the traces that must record torch's operators. A TorchScript trace (torch.jit.trace)
 # fixes every Python value as a constant, so the output sizes that avgpool's operators take
 # would hold the traced input's sizes for every later one; torch's operators compute them from
 # the sizes. ONNX exporters write torch's pools as AveragePool, and know nothing of avgpool's.
@@ -542,7 +551,7 @@ _KERNEL_DTYPES = frozenset((torch.float32, torch.float64, torch.float16, torch.b
 def _torchs_own(x: Tensor, direct: bool) -> bool:
     """Whether torch.nn.functional serves the call on x (direct: _eager_direct(x)); the trace
     questions are asked only off the direct route, which no trace takes."""
-    return x.dtype not in _KERNEL_DTYPES or (
+    return x.dtype not in _KERNEL_DTYPES or x.layout is not torch.strided or (
         not direct and (torch.jit.is_tracing() or _onnx_exporting()))
 
 
