@@ -9,6 +9,7 @@ import pytest
 from avgpool import AdaptiveAveragePoolingDesc as ADesc
 from avgpool import AveragePoolingDesc as Desc
 from avgpool import adaptive_average_pool, average_pool
+from avgpool import functional as F
 
 X1 = np.ones((1, 2, 5), dtype=np.float32)
 X2 = np.ones((1, 2, 5, 5), dtype=np.float32)
@@ -168,6 +169,9 @@ CASES = [
     ("adaptive-empty", lambda: ADesc(()), ValueError, r"output_sizes must have 1, 2 or 3 entries"),
     ("adaptive-4-entries", lambda: ADesc((1, 1, 1, 1)), ValueError,
      r"output_sizes must have 1, 2 or 3 entries, got 4"),
+    # torch-style: a one-entry output size is not broadcast (torch rejects it), unlike the window
+    ("functional-adaptive-one-entry", lambda: F.adaptive_avg_pool2d(X2, (3,)), ValueError,
+     r"output_size must be an int or a sequence of 2 ints, got \(3,\)"),
     ("adaptive-wrong-length-for-x", lambda: adaptive_average_pool(X1, (2, 2)), ValueError,
      r"x/output_sizes: output_sizes has 2 entries \(2 spatial axes\), so x must be a 4-D"),
     ("adaptive-float", lambda: ADesc((2.5,)), TypeError, r"output_sizes\[0\] must be an integer"),

@@ -45,9 +45,10 @@ F_NAMES = front_names({"window_size": "kernel_size", "strides": "stride",
 
 
 def m_expand(value, name, rank, allow_none=False):
-    """An int, or a list / tuple of 1 or ``rank`` ints (torch's convention)."""
+    """An int, or a list / tuple of ``rank`` ints, or of 1 for the window arguments (torch's
+    convention); an adaptive output size (allow_none) is not broadcast (torch rejects it)."""
     if isinstance(value, (list, tuple)):
-        if len(value) == 1:
+        if len(value) == 1 and not allow_none:
             value = tuple(value) * rank
         if len(value) != rank:
             raise Invalid(name)

@@ -559,6 +559,13 @@ def test_errors():
         apt.avg_pool2d(torch.ones(1, 1, 4, 4), 2, padding=2)
     with pytest.raises(ValueError, match=r"output_size\[0\] must be >= 1"):
         apt.adaptive_avg_pool2d(torch.ones(1, 1, 4, 4), (0, 2))
+    for output_size in [(3,), [3]]:  # torch rejects a one-entry size for 2-D too
+        with pytest.raises(RuntimeError, match="output_size must be 2"):
+            F.adaptive_avg_pool2d(torch.ones(1, 1, 4, 4), output_size)
+        with pytest.raises(ValueError, match="output_size must be an int or a sequence of 2"):
+            apt.adaptive_avg_pool2d(torch.ones(1, 1, 4, 4), output_size)
+    y = apt.avg_pool2d(torch.ones(1, 1, 4, 4), (2,), [1], (1,))  # windows: broadcast, as torch
+    torch.testing.assert_close(y, F.avg_pool2d(torch.ones(1, 1, 4, 4), (2,), [1], (1,)))
 
 
 # --------------------------------------------------------------------------------------------

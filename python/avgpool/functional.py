@@ -28,9 +28,11 @@ __all__ = ["avg_pool1d", "avg_pool2d", "avg_pool3d",
 
 
 def _expand(value: Any, name: str, rank: int, allow_none: bool = False) -> Tuple[Any, ...]:
-    """An int or a sequence of ``rank`` ints (a 1-sequence is broadcast)."""
+    """An int or a sequence of ``rank`` ints; a 1-sequence is broadcast, as torch's pools do
+    for their window arguments, but not an adaptive output size (``allow_none``), which torch
+    rejects."""
     if isinstance(value, (list, tuple)):
-        if len(value) == 1:
+        if len(value) == 1 and not allow_none:
             value = tuple(value) * rank
         if len(value) != rank:
             raise ValueError(f"{name} must be an int or a sequence of {rank} ints, got {value!r}")
