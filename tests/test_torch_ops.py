@@ -943,3 +943,62 @@ def test_jit_script_of_modules_like_torch():
         torch.testing.assert_close(scripted(x), want)
         torch.testing.assert_close(loaded(x), want)
         torch.testing.assert_close(model(x), want)
+
+
+class _OwnPool(torch.nn.AvgPool2d):
+    """A subclass with a forward of its own, which swap_modules must leave alone."""
+
+    def forward(self, input):
+        return super().forward(input) * 2
+
+
+class _Pools(torch.nn.Module):
+    """torch.nn's pools as a model built elsewhere holds them: nested, one shared, one in a
+    ModuleDict, beside a subclass of torch's."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.shared = torch.nn.AvgPool2d(3, 2, 1, ceil_mode=True, count_include_pad=False)
+        self.block = torch.nn.Sequential(torch.nn.Conv2d(8, 8, 1), self.shared,
+                                         torch.nn.AvgPool2d(2))
+        self.heads = torch.nn.ModuleDict({"own": _OwnPool(2, 1),
+                                          "adaptive": torch.nn.AdaptiveAvgPool2d((3, 2))})
+
+    def forward(self, x):
+        x = self.block(self.shared(self.conv(x)))
+        return self.heads["adaptive"](self.heads["own"](x))
+
+
+@pytest.mark.one_path  # the route is Python's; the kernels are checked elsewhere
+def test_swap_modules_keeps_the_model_but_its_kernels():
+    """swap_modules makes every pool of torch.nn's class avgpool.torch's in place, with the
+    same identity, repr, hooks and state_dict, and leaves a subclass of torch's alone; the
+    model gives what it gave before, gradients included. A pool alone swaps too."""
+    torch.manual_seed(0)
+    model = _Pools()
+    before = copy.deepcopy(model)
+    calls = []
+    model.shared.register_forward_hook(lambda *args: calls.append(1))
+    reprs, keys = repr(model), list(model.state_dict())
+    shared = model.shared
+    assert apt.swap_modules(model) is model
+    assert model.shared is shared and model.block[1] is shared
+    assert type(shared) is apt.AvgPool2d and type(model.block[2]) is apt.AvgPool2d
+    assert type(model.heads["adaptive"]) is apt.AdaptiveAvgPool2d
+    assert type(model.heads["own"]) is _OwnPool
+    assert repr(model) == reprs and list(model.state_dict()) == keys
+    x = torch.randn(2, 3, 17, 15).contiguous(memory_format=torch.channels_last)
+    xs = [x.clone().requires_grad_() for _ in range(2)]
+    y, want = model(xs[0]), before(xs[1])
+    assert calls == [1, 1]  # the hook on the shared pool, once per use
+    torch.testing.assert_close(y, want)
+    y.square().sum().backward()
+    want.square().sum().backward()
+    torch.testing.assert_close(xs[0].grad, xs[1].grad)
+    for p, q in zip(model.parameters(), before.parameters()):
+        torch.testing.assert_close(p.grad, q.grad)
+    alone = torch.nn.AvgPool3d(2)
+    assert apt.swap_modules(alone) is alone and type(alone) is apt.AvgPool3d
+    with pytest.raises(TypeError, match="model must be a torch.nn.Module"):
+        apt.swap_modules(lambda t: t)

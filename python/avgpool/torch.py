@@ -45,7 +45,7 @@ from ._frontend import adaptive_desc
 __all__ = ["avg_pool1d", "avg_pool2d", "avg_pool3d",
            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
            "AvgPool1d", "AvgPool2d", "AvgPool3d",
-           "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d"]
+           "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "swap_modules"]
 
 _Size = Union[int, Sequence[int]]
 # the windowed operators' parameters after the input: kernel, stride, padding, output sizes,
@@ -983,3 +983,34 @@ class AdaptiveAvgPool3d(torch.nn.AdaptiveAvgPool3d):
             return torch.nn.functional.adaptive_avg_pool3d(input, self.output_size)
         return adaptive_avg_pool3d(input, self.output_size)
 
+
+# torch.nn's pooling modules and avgpool's in their place (subclasses that add no state, so a
+# module's class can change in place)
+_SWAPS: Dict[type, type] = {
+    torch.nn.AvgPool1d: AvgPool1d, torch.nn.AvgPool2d: AvgPool2d, torch.nn.AvgPool3d: AvgPool3d,
+    torch.nn.AdaptiveAvgPool1d: AdaptiveAvgPool1d, torch.nn.AdaptiveAvgPool2d: AdaptiveAvgPool2d,
+    torch.nn.AdaptiveAvgPool3d: AdaptiveAvgPool3d,
+}
+
+
+def swap_modules(model: torch.nn.Module) -> torch.nn.Module:
+    """Make every ``torch.nn`` average-pooling module in ``model`` (``model`` itself included)
+    the avgpool.torch module of the same name, in place, and return ``model``.
+
+    A model built elsewhere (torchvision's, a checkpoint's) then pools on avgpool's kernels
+    with nothing else changed: each module keeps its identity, arguments, hooks, training flag
+    and place in ``state_dict`` (pools hold no parameters). Only modules whose class is exactly
+    torch's change; a subclass may have a ``forward`` of its own and is left alone.
+
+    >>> import torch, avgpool.torch as apt
+    >>> model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.AdaptiveAvgPool2d(1))
+    >>> type(apt.swap_modules(model)[1]).__module__
+    'avgpool.torch'
+    """
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    for module in model.modules():
+        ours = _SWAPS.get(type(module))
+        if ours is not None:
+            module.__class__ = ours
+    return model
