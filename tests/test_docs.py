@@ -1,6 +1,6 @@
 """The documentation's examples run as written: every docstring example (doctest, its printed
 results compared) and the README's Python blocks (run in order in one namespace, as a reader
-pastes them)."""
+pastes them); docs/c-library.md names every function of the C header."""
 
 import doctest
 import importlib
@@ -51,3 +51,12 @@ def test_readme_python_blocks_run():
 
             namespace["other_model"] = torch.nn.Sequential(torch.nn.AdaptiveAvgPool2d(1))
         exec(compile(block, f"README.md python block {i + 1}", "exec"), namespace)
+
+
+@pytest.mark.one_path
+def test_c_library_doc_names_every_entry_point():
+    header = (ROOT / "csrc" / "include" / "avgpool.h").read_text()
+    functions = set(re.findall(r"^AP_API [^(]*?\b(ap_\w+)\(", header, re.M))
+    assert len(functions) > 40
+    doc = (ROOT / "docs" / "c-library.md").read_text()
+    assert sorted(f for f in functions if f"`{f}`" not in doc) == []
