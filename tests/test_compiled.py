@@ -10,7 +10,6 @@ from concurrent.futures import ThreadPoolExecutor
 import ml_dtypes
 import numpy as np
 import pytest
-import torch
 from hypothesis import given, settings, strategies as st
 
 import avgpool
@@ -185,6 +184,7 @@ def test_operator_outlives_its_descriptor():
 
 
 def test_torch_tensor_in_tensor_out():
+    torch = pytest.importorskip("torch", reason="torch is a test extra")
     op = avgpool.compile_operator((2, 2), (1, 3, 8, 8), np.float32)
     t = torch.randn(1, 3, 8, 8)
     y = op(t)
