@@ -33,12 +33,13 @@ cd "$work"
 # the source run covered them on every path and the wheel changes none of it: the bench's
 # tests and the dask / xarray wrappers (pure Python), and the sweeps that compare each kernel
 # path's numbers with the references (test_paths, test_nan_omit, test_output_cache,
-# test_rulings, test_openvino: the same C, compiled by the same compiler with the same flags).
+# test_rulings, test_openvino: the same C, compiled by the same compiler with the same flags),
+# and test_docs, whose README and header are not in the wheel.
 AVGPOOL_ISA=auto "$py" -m pytest -q -p no:cacheprovider tests --ignore=tests/test_bench_cli.py \
   --ignore=tests/test_bench_peers.py --ignore=tests/test_dask.py --ignore=tests/test_xarray.py \
   --ignore=tests/test_paths.py --ignore=tests/test_nan_omit.py \
   --ignore=tests/test_output_cache.py --ignore=tests/test_rulings.py \
-  --ignore=tests/test_openvino.py
+  --ignore=tests/test_openvino.py --ignore=tests/test_docs.py
 # The auto run above runs on the path the library picks (the path and ISA tests compare every
 # path this CPU has with scalar themselves); forcing the scalar kernels at import is checked on
 # the core tests, not the whole suite again (CI time).

@@ -37,6 +37,7 @@ def test_thread_counts_give_identical_results(layout, thread_pool):
     assert avgpool.info()["thread_pool"] == thread_pool
 
 
+@pytest.mark.one_path  # subprocesses that pick their own path
 def test_thread_pool_choice():
     """set_thread_pool names one of two pools; AVGPOOL_THREAD_POOL chooses at import (a name of
     none fails the import); avgpool.torch chooses torch's OpenMP team unless the variable is

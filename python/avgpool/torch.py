@@ -24,6 +24,7 @@ format torch's own backward gives them (the same rule, and contiguous for adapti
 size 1, which torch computes as a mean). The kernels take CPU tensors of float32, float64,
 float16 and bfloat16; other dtypes (int64) go to torch.nn.functional, as do TorchScript traces
 and ONNX exports, which must record torch's own operators, and scripted modules.
+``swap_modules(model)`` makes the torch.nn pooling modules of a model built elsewhere these.
 """
 
 from __future__ import annotations
@@ -541,10 +542,11 @@ def _onnx_exporting() -> bool:
 
 # Calls that torch's own pools serve, with the same meaning: dtypes the kernels lack (torch's
 # windowed pools take int64, dividing as integers, and quantized tensors; for the rest torch
-# raises its own error), layouts other than strided (mkldnn, sparse), and the traces that must record torch's operators. A TorchScript trace (torch.jit.trace)
-# fixes every Python value as a constant, so the output sizes that avgpool's operators take
-# would hold the traced input's sizes for every later one; torch's operators compute them from
-# the sizes. ONNX exporters write torch's pools as AveragePool, and know nothing of avgpool's.
+# raises its own error), layouts other than strided (mkldnn, sparse), and the traces that
+# must record torch's operators. A TorchScript trace (torch.jit.trace) fixes every Python
+# value as a constant, so the output sizes that avgpool's operators take would hold the traced
+# input's sizes for every later one; torch's operators compute them from the sizes. ONNX
+# exporters write torch's pools as AveragePool, and know nothing of avgpool's.
 _KERNEL_DTYPES = frozenset((torch.float32, torch.float64, torch.float16, torch.bfloat16))
 
 
