@@ -986,13 +986,10 @@ class AdaptiveAvgPool3d(torch.nn.AdaptiveAvgPool3d):
         return adaptive_avg_pool3d(input, self.output_size)
 
 
-# torch.nn's pooling modules and avgpool's in their place (subclasses that add no state, so a
-# module's class can change in place)
-_SWAPS: Dict[type, type] = {
-    torch.nn.AvgPool1d: AvgPool1d, torch.nn.AvgPool2d: AvgPool2d, torch.nn.AvgPool3d: AvgPool3d,
-    torch.nn.AdaptiveAvgPool1d: AdaptiveAvgPool1d, torch.nn.AdaptiveAvgPool2d: AdaptiveAvgPool2d,
-    torch.nn.AdaptiveAvgPool3d: AdaptiveAvgPool3d,
-}
+# torch.nn's pooling modules and avgpool's in their place: each of ours subclasses the one
+# torch.nn module it stands for and adds no state, so a module's class can change in place
+_SWAPS: Dict[type, type] = {ours.__bases__[0]: ours for ours in (
+    AvgPool1d, AvgPool2d, AvgPool3d, AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d)}
 
 
 def swap_modules(model: torch.nn.Module) -> torch.nn.Module:
