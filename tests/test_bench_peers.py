@@ -15,6 +15,7 @@ import pytest
 
 from avgpool import _bench
 from avgpool._bench import Case, _box, _pool
+from conftest import available_isas
 from reference import ref_adaptive_average_pool, ref_average_pool
 
 import ai_edge_litert  # noqa: F401  (the peers are required, not optional, in the tests)
@@ -166,3 +167,21 @@ def test_contended_flag_on_the_command_line():
         env={**os.environ})
     assert proc.returncode == 0, proc.stderr
     assert "slowdown with a busy process on one core" in proc.stdout
+
+
+@pytest.mark.skipif("avx2" not in available_isas() or "avx512" not in available_isas(),
+                    reason="scripts/bench_avx2.py emulates an AVX2-only CPU on an AVX-512 one")
+def test_bench_avx2_script_takes_the_peers_avx512_kernels_away():
+    """scripts/bench_avx2.py: avgpool on its AVX2 kernels, torch and OpenCV on theirs, and
+    XNNPACK's flags cut to an AVX2 CPU's, checked by the kernels it then took (the script
+    exits non-zero if one of them is an AVX-512 kernel)."""
+    script = os.path.join(os.path.dirname(__file__), "..", "scripts", "bench_avx2.py")
+    proc = subprocess.run(
+        [sys.executable, script, "--quick", "--threads", "1", "--no-progress", "--cases", "x7"],
+        capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "isa=avx2" in proc.stdout and "torch AVX2" in proc.stdout
+    assert "AVX512-SKX?" in proc.stdout or "AVX512" not in proc.stdout.split("OpenCV")[1]
+    used = proc.stdout.split("XNNPACK's kernels:")[1]
+    assert "avgpool_minmax_ukernel_9p__avx_u8" in used and "rsum_ukernel__avx_" in used
+    assert "avx512" not in used
