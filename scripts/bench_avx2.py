@@ -96,9 +96,13 @@ def main():
 
     from avgpool.__main__ import main as avgpool_main
 
+    torch_isa, opencv = torch.backends.cpu.get_cpu_capability(), cv2.getCPUFeaturesLine()
     print(f"bench_avx2: XNNPACK arch flags {before:#x} -> {before & XNN_AVX2_FLAGS:#x}; "
-          f"torch {torch.backends.cpu.get_cpu_capability()}; OpenCV {cv2.getCPUFeaturesLine()}; "
-          "onnxruntime and OpenVINO unrestricted", flush=True)
+          f"torch {torch_isa}; OpenCV {opencv}; onnxruntime and OpenVINO unrestricted",
+          flush=True)
+    # OpenCV marks a dispatched feature that OPENCV_CPU_DISABLE turned off with '?'
+    if "AVX512" in torch_isa or any("AVX512" in f and not f.endswith("?") for f in opencv.split()):
+        sys.exit("bench_avx2: torch or OpenCV kept its AVX-512 code")
     rc = avgpool_main(["bench"] + sys.argv[1:])
     used = {n: chosen_kernels(base, symbols, n) for n in ("f32_avgpool_config", "f32_rsum_config")}
     print(f"bench_avx2: XNNPACK's kernels: {used}")
