@@ -17,7 +17,9 @@ of them loads:
   `xnn_init_hardware_config`, found by name with `nm` in the LiteRT library), keeps only the
   flags of an AVX2 CPU without AVX-VNNI (SSE to AVX2, FMA3 and F16C: bits 0-7 of this
   build's flags) and, after the bench, names the kernels XNNPACK took for average pooling
-  and for MEAN (refusing to report if one of them is an AVX-512 kernel).
+  and for MEAN.
+- The script exits non-zero, its table not valid, if torch, OpenCV or one of those XNNPACK
+  kernels still runs AVX-512 code.
 - onnxruntime and OpenVINO keep their AVX-512 code (neither has a switch); they are the
   slowest peers here anyway, and faster peers only lower avgpool's ratios.
 
@@ -33,7 +35,8 @@ import sys
 # Before any peer loads: the switches are read at import or first use.
 os.environ["AVGPOOL_ISA"] = "avx2"
 os.environ["ATEN_CPU_CAPABILITY"] = "avx2"
-os.environ["OPENCV_CPU_DISABLE"] = "AVX512F,AVX512-COMMON,AVX512-SKX,AVX512-CLX,AVX512-CNL,AVX512-ICL"
+os.environ["OPENCV_CPU_DISABLE"] = ",".join(
+    ["AVX512F", "AVX512-COMMON", "AVX512-SKX", "AVX512-CLX", "AVX512-CNL", "AVX512-ICL"])
 
 # XNNPACK's flags of an AVX2 CPU in the LiteRT build this was written against
 # (init_hardware_config's code: bit 4 AVX, 7 AVX2, 9 AVX-512F; above 7 only AVX-512 and VNNI).
