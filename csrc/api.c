@@ -173,8 +173,11 @@ static ap_status ap_tile_counts(const ap_tensor_desc *input, const ap_tile *tile
     return AP_OK;
 }
 
+/* `paths`: the plan whose path the tile takes, its images and channels set (a flattened
+ * tile's: the whole array flattened with all its channels, see ap_avgpool_tile); NULL: whole,
+ * with input's images and channels. */
 static ap_status ap_tile_run(ap_plan *whole, ap_status planned, const ap_tensor_desc *input,
-                             const ap_tile *tile, const void *x, void *y) {
+                             const ap_tile *tile, const void *x, void *y, ap_plan *paths) {
     if (planned != AP_OK) return planned;
     if (!tile) return AP_ERR_NULL_POINTER;
     int64_t tile_batch, tile_channels;
@@ -195,11 +198,14 @@ static ap_status ap_tile_run(ap_plan *whole, ap_status planned, const ap_tensor_
     op.plan.channels = tile_channels;
     s = ap_operator_init(&op, s, &part);
     if (s == AP_OK) { /* the whole array's path (its channels decide too), for the same sums */
-        whole->batch = input->batch;
-        whole->channels = input->channels;
-        const int lanes = op.table->lanes[whole->dtype];
-        ap_choose_path(whole, lanes, NULL, 0);
-        ap_choose_tile_path(&op.plan, whole, lanes);
+        if (!paths) {
+            whole->batch = input->batch;
+            whole->channels = input->channels;
+            paths = whole;
+        }
+        const int lanes = op.table->lanes[paths->dtype];
+        ap_choose_path(paths, lanes, NULL, 0);
+        ap_choose_tile_path(&op.plan, paths, lanes);
     }
     if (s == AP_OK) { /* windows wholly past the input's end: the scalar kernels */
         op.table = ap_tile_table(&op.plan, op.table);
@@ -219,13 +225,19 @@ ap_status ap_avgpool_tile(const ap_pool_desc *desc, const ap_tensor_desc *whole,
      * and channels as one channel of rows W * C long, the W entries of the boxes times C, when
      * the flattened plan reads that input box (a box of windows that hold only padding reads
      * one position, which does not scale: such tiles, whose outputs sum nothing, keep the
-     * layout). A flattened row's sums do not depend on C, so a tile of some of the channels
-     * flattens with its own. */
-    ap_pool_desc fd;
-    ap_tensor_desc fw, own = *whole;
+     * layout). A tile of some of the channels flattens with its own C (its windows' dilation),
+     * but takes the path of the whole array flattened with all of them: the path sums a
+     * window's taps in the same order whatever the dilation, while choosing one for the tile
+     * alone could give another (one channel of a 4-wide window over W = 4 is a whole plane,
+     * the global path, where the whole call's dilated windows take rows-s1). */
+    ap_pool_desc fd, wd;
+    ap_tensor_desc fw, ww, own = *whole;
     ap_tile ft, want;
+    ap_plan paths;
+    paths.storage = NULL;
+    int flat = 0;
     if (tile && ap_tile_counts(whole, tile, &own.batch, &own.channels) == AP_OK &&
-        ap_flatten_channels(desc, whole, dtype, &fd, &fw) &&
+        ap_flatten_channels(desc, whole, dtype, &wd, &ww) &&
         ap_flatten_channels(desc, &own, dtype, &fd, &fw)) {
         const int w = whole->rank - 1;
         const int64_t C = own.channels;
@@ -236,16 +248,23 @@ ap_status ap_avgpool_tile(const ap_pool_desc *desc, const ap_tensor_desc *whole,
             !ap_mul_overflow(tile->in_start[w], C, &ft.in_start[w]) &&
             !ap_mul_overflow(tile->in_size[w], C, &ft.in_size[w])) {
             want = ft;
+            const ap_tensor_desc wone = ap_one_plane(&ww);
             if (ap_pool_tile_input(&fd, &fw, &want) == AP_OK &&
                 memcmp(want.in_start, ft.in_start, sizeof want.in_start) == 0 &&
-                memcmp(want.in_size, ft.in_size, sizeof want.in_size) == 0)
-                desc = &fd, whole = &fw, tile = &ft;
+                memcmp(want.in_size, ft.in_size, sizeof want.in_size) == 0 &&
+                ap_plan_pool(&paths, &wd, &wone, dtype, num_threads) == AP_OK) {
+                paths.batch = ww.batch;
+                paths.channels = ww.channels;
+                desc = &fd, whole = &fw, tile = &ft, flat = 1;
+            }
         }
     }
     const ap_tensor_desc one = ap_one_plane(whole);
     ap_plan plan;
-    s = ap_tile_run(&plan, ap_plan_pool(&plan, desc, &one, dtype, num_threads), whole, tile, x, y);
+    s = ap_tile_run(&plan, ap_plan_pool(&plan, desc, &one, dtype, num_threads), whole, tile, x, y,
+                    flat ? &paths : NULL);
     ap_plan_free(&plan);
+    ap_plan_free(&paths);
     return s;
 }
 
@@ -258,7 +277,7 @@ ap_status ap_adaptive_avgpool_tile(const ap_adaptive_desc *desc, const ap_tensor
     const ap_tensor_desc one = ap_one_plane(whole);
     ap_plan plan;
     s = ap_tile_run(&plan, ap_plan_adaptive(&plan, desc, &one, dtype, num_threads), whole, tile,
-                    x, y);
+                    x, y, NULL);
     ap_plan_free(&plan);
     return s;
 }

@@ -175,19 +175,16 @@ static ap_plan ap_sums_of(const ap_plan *p) {
     return sums;
 }
 
-/* ap_sums_of(p) with its path chosen, p a part of the call's plan `call` (its planes, images
- * or unit). planes-cl sums in nhwc-direct's order, the other channels-first paths in theirs:
- * where either the call or these sums take it, the sums follow the call (a tile's plan holds
- * the whole call's path, chosen for the whole array's shape), so that a tile sums as the
- * whole call does; so do nhwc-direct sums of an nhwc-direct call, whose way of summing
- * (nhwc_cols, nhwc_rowsums) depends on the channel count (a part's may be fewer). */
+/* ap_sums_of(p) on the path of the call's plan `call`, p a part of it (its planes, images or
+ * unit). A tile's plan holds the whole call's path, chosen for the whole array's shape, and
+ * the paths sum a window's taps in orders of their own (the global path, rows-s1, planes-cl in
+ * nhwc-direct's; nhwc-direct's nhwc_cols and nhwc_rowsums depend on the channel count): sums
+ * that chose for the part's own shape took another path where a tile is one window (global)
+ * or a smaller plane, and a tile of an omit call then differed from the whole call in the
+ * last bits. Following the call, a tile sums as the whole call does. */
 static ap_plan ap_sums_plan(const ap_plan *p, const ap_plan *call, const ap_kernel_table *table) {
     ap_plan sums = ap_sums_of(p);
-    const int lanes = table->lanes[AP_DTYPE_F32];
-    ap_choose_path(&sums, lanes, NULL, 0);
-    if (sums.path == AP_PATH_PLANES_CL || call->path == AP_PATH_PLANES_CL ||
-        (sums.path == AP_PATH_NHWC_DIRECT && call->path == AP_PATH_NHWC_DIRECT))
-        ap_choose_tile_path(&sums, call, lanes);
+    ap_choose_tile_path(&sums, call, table->lanes[AP_DTYPE_F32]);
     return sums;
 }
 

@@ -356,3 +356,52 @@ def test_flattened_channels_tile_of_padding_only_windows():
     got = avgpool.pool_tile(tile, desc, x.shape, [slice(0, 1)], layout="NHWC")
     assert_same(got, whole)
     assert np.isnan(whole).all()  # windows of padding only, excluded: 0 / 0
+
+
+@pytest.mark.parametrize("nan_policy", ["propagate", "omit"])
+@pytest.mark.parametrize("shape,kwargs", [
+    # the long hypothesis run's case (test_dask): a 4-wide window over W = 4 on 2 channels is
+    # rows-s1 on the whole call (flattened: 4 taps of dilation 2 over rows of 8), but on one
+    # channel alone it covers the whole flattened row, the global path
+    ((1, 1, 4, 2), dict(window_size=(1, 4), output_sizes=(1, 1))),
+    ((2, 5, 9, 3), dict(window_size=(3, 3), start_padding=(1, 1), end_padding=(1, 1))),
+    ((1, 6, 7, 5), dict(window_size=(2, 7), include_padding=True)),
+    ((2, 12, 3), dict(window_size=(3,), start_padding=(1,), end_padding=(1,))),
+])
+def test_flattened_channel_slice_tiles_take_the_whole_path(shape, kwargs, nan_policy):
+    """A channels-last call on fewer channels than a vector is planned as one channel of
+    W x C, windows of dilation C (ap_flatten_channels); a tile of some of its channels is
+    flattened with its own C, but must take the whole call's path, chosen with all of them:
+    one channel chose for itself (dilation 1: the global path, planes-cl, 3 taps unrolled) and
+    summed in another order, 1 ulp off."""
+    x = np.random.default_rng(sum(shape)).standard_normal(shape).astype(np.float32)
+    if nan_policy == "omit":
+        x.flat[::5] = np.nan
+    desc = avgpool.AveragePoolingDesc(**kwargs, nan_policy=nan_policy)
+    whole = avgpool.average_pool(x, desc, layout="NHWC")
+    box = [slice(0, n) for n in _spatial(whole.shape, "NHWC")]
+    region = avgpool.tile_input_region(desc, x.shape, box, layout="NHWC")
+    for c0, c1 in [(c, c + 1) for c in range(shape[-1])] + [(1, shape[-1])]:
+        tile = np.ascontiguousarray(x[_index(region, "NHWC")][..., c0:c1])
+        assert_same(avgpool.pool_tile(tile, desc, x.shape, box, layout="NHWC"),
+                    whole[..., c0:c1])
+
+
+@pytest.mark.parametrize("layout,shape,kwargs", [
+    ("NCHW", (2, 34, 6, 9), dict(window_size=(4, 9), strides=(3, 6))),
+    ("NCHW", (2, 29, 5, 7), dict(window_size=(4, 4), strides=(3, 4))),
+    ("NHWC", (2, 8, 4, 24), dict(window_size=(5, 4), strides=(4, 4))),
+    ("NHWC", (2, 4, 9, 10), dict(window_size=(3, 7), strides=(3, 4), include_padding=True)),
+])
+def test_nan_omitting_tiles_of_one_window_sum_as_the_whole_call(layout, shape, kwargs):
+    """A tile of one output position of a NaN-omitting call: its sums chose a path for the
+    tile's shape, one window over the whole tile (the global path), where the whole call's
+    sums take the rows or nhwc-direct paths (csrc/nan_omit.c ap_sums_plan now follows the
+    call's path). Found by a sweep of random tiles after the long hypothesis run."""
+    x = np.random.default_rng(len(shape) + shape[1]).standard_normal(shape).astype(np.float32)
+    x.flat[::7] = np.nan
+    desc = avgpool.AveragePoolingDesc(**kwargs, nan_policy="omit")
+    whole = avgpool.average_pool(x, desc, layout=layout)
+    sizes = _spatial(whole.shape, layout)
+    parts = [[slice(i, i + 1) for i in range(n)] for n in sizes]
+    assert_same(_pool_by_tiles(x, desc, parts, whole, layout), whole)
