@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Native C checks of the avgpool core, in three steps:
+# Native C checks of the avgpool core, in four steps:
 #   1. build the C library (shared + static) and the C tests with warnings as
 #      errors, run ctest (API contract, hand-computed results, every ISA of
 #      this CPU against the scalar oracle, exported symbols);
@@ -10,7 +10,9 @@
 #      and pkg-config files are relocatable);
 #   3. build the library and tests with AVGPOOL_SANITIZE (ASan + UBSan) and
 #      run ctest again, with the threads' minimum work (csrc/threading.h) cut
-#      to 8 elements, so that the tests' small calls split between threads.
+#      to 8 elements, so that the tests' small calls split between threads;
+#   4. the same with AVGPOOL_TSAN (ThreadSanitizer), every threaded call on
+#      the own pool (csrc/threading.c: its lock-free job hand-over).
 # Build trees go under build/ (AVGPOOL_BUILD_ROOT overrides); installs nothing
 # outside a temporary directory.
 set -euo pipefail
@@ -85,6 +87,13 @@ echo "[AddressSanitizer + UndefinedBehaviorSanitizer]" >> "$log"
 configure_build_test "$build_root/asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAVGPOOL_SANITIZE=ON \
   "-DCMAKE_C_FLAGS=-DAP_MIN_ELEMS_PER_THREAD=8 -DAP_MIN_CHUNK_ELEMS=8" -DAVGPOOL_ISA_CASES=4000 \
   -DAVGPOOL_ISA_STREAMED_CASES=1500
+
+step "4. ThreadSanitizer: AVGPOOL_TSAN=ON ($build_root/tsan)"
+echo "[ThreadSanitizer]" >> "$log"
+# (fewer random cases: the pool's hand-over is the same in each, and TSan slows every access)
+configure_build_test "$build_root/tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAVGPOOL_TSAN=ON \
+  "-DCMAKE_C_FLAGS=-DAP_MIN_ELEMS_PER_THREAD=8 -DAP_MIN_CHUNK_ELEMS=8" -DAVGPOOL_ISA_CASES=600 \
+  -DAVGPOOL_ISA_STREAMED_CASES=200
 
 step "summary"
 cat "$log"
