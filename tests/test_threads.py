@@ -133,6 +133,32 @@ def test_omp_num_threads_is_the_default():
     assert out == ("3" if avgpool.info()["openmp"] else "1")
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="counts threads in /proc")
+@pytest.mark.skipif(not avgpool.info()["openmp"], reason="built without OpenMP: one thread")
+def test_threadpoolctl_limits_the_default_thread_count():
+    """threadpoolctl (a test dependency) finds the OpenMP runtime avgpool takes its default
+    from, the bundled copy of the wheel included: inside threadpool_limits(1) a call starts no
+    worker, after it the same call does."""
+    code = """if True:
+        import os, numpy as np, avgpool, threadpoolctl
+        tasks = lambda: len(os.listdir("/proc/self/task"))
+        x = np.ones((8, 64, 112, 112), np.float32)
+        desc = avgpool.AveragePoolingDesc((2, 2), (2, 2))
+        before = tasks()
+        with threadpoolctl.threadpool_limits(1):
+            limited = avgpool.info()["max_threads"]
+            avgpool.average_pool(x, desc)
+            inside = tasks() - before
+        avgpool.average_pool(x, desc)
+        print(limited, inside, tasks() - before, avgpool.info()["max_threads"])
+    """
+    env = {k: v for k, v in os.environ.items() if k != "AVGPOOL_NUM_THREADS"}
+    env.update(OMP_NUM_THREADS="2", AVGPOOL_THREAD_POOL="own")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["1", "0", "1", "2"]
+
+
 def test_concurrent_python_threads():
     """8 Python threads, each with its own input, op, layout and thread count, at once."""
     rng = np.random.default_rng(1)
