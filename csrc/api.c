@@ -124,6 +124,9 @@ ap_status ap_operator_run(const ap_operator *op, const void *x, void *y) {
     const int64_t n_in = plan->batch * plan->channels * plan->in_plane;
     const int64_t n_out = plan->batch * plan->channels * plan->out_plane;
     if ((n_in > 0 && !x) || (n_out > 0 && !y)) return AP_ERR_NULL_POINTER;
+    if ((n_in > 0 && !ap_aligned_for(x, plan->dtype)) ||
+        (n_out > 0 && !ap_aligned_for(y, plan->dtype)))
+        return AP_ERR_ALIGNMENT;
     if (n_out == 0) return AP_OK;
     if (op->moved_output && !plan->out_channels_first)
         return ap_run_then_relayout(op, x, y, n_out);
@@ -313,6 +316,9 @@ static ap_status ap_backward_run(ap_plan *plan, const void *gy, void *gx) {
     const int64_t n_in = plan->batch * plan->channels * plan->in_plane;
     const int64_t n_out = plan->batch * plan->channels * plan->out_plane;
     if ((n_out > 0 && !gy) || (n_in > 0 && !gx)) return AP_ERR_NULL_POINTER;
+    if ((n_out > 0 && !ap_aligned_for(gy, plan->dtype)) ||
+        (n_in > 0 && !ap_aligned_for(gx, plan->dtype)))
+        return AP_ERR_ALIGNMENT;
     if (plan->nan_omit) return AP_ERR_NAN_POLICY;
     if (n_in == 0) return AP_OK;
     ap_inverse inv;
@@ -432,6 +438,9 @@ ap_status ap_operator_run_backward(const ap_operator *op, const void *gy, void *
     const int64_t n_in = plan->batch * plan->channels * plan->in_plane;
     const int64_t n_out = plan->batch * plan->channels * plan->out_plane;
     if ((n_out > 0 && !gy) || (n_in > 0 && !gx)) return AP_ERR_NULL_POINTER;
+    if ((n_out > 0 && !ap_aligned_for(gy, plan->dtype)) ||
+        (n_in > 0 && !ap_aligned_for(gx, plan->dtype)))
+        return AP_ERR_ALIGNMENT;
     if (plan->nan_omit) return AP_ERR_NAN_POLICY;
     if (n_in == 0) return AP_OK;
     if (op->moved_output && n_out > 0) return ap_relayout_then_backward(op, gy, gx, n_out);
@@ -536,6 +545,9 @@ const char *ap_status_string(ap_status status) {
     case AP_ERR_THREAD_POOL:
         return "the thread pool requested (AVGPOOL_THREAD_POOL or ap_set_thread_pool) is unknown "
                "(\"own\", \"openmp\") or needs OpenMP, which this build lacks";
+    case AP_ERR_ALIGNMENT:
+        return "x and y (gy and gx) must be aligned for their element type: 2 bytes for float16 "
+               "and bfloat16, 4 for float32, 8 for float64";
     case AP_ERR_TILE:
         return "a tile's output box must be non-empty and inside the whole output, and its input "
                "box the one those outputs read";

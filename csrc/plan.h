@@ -84,6 +84,15 @@ static inline size_t ap_dtype_bytes(ap_dtype dtype) {
     return dtype == AP_DTYPE_F64 ? 8 : dtype == AP_DTYPE_F32 ? 4 : 2;
 }
 
+/* Whether p is aligned for an element of a valid dtype (avgpool.h's buffer rule: the kernels
+ * read and write elements, and float64 vectors, through pointers of the element's type). */
+static inline int ap_aligned_for(const void *p, ap_dtype dtype) {
+    const size_t a = dtype == AP_DTYPE_F64   ? _Alignof(double)
+                     : dtype == AP_DTYPE_F32 ? _Alignof(float)
+                                             : _Alignof(uint16_t);
+    return ((uintptr_t)p & (a - 1)) == 0;
+}
+
 /* A tensor description's own rules (rank, layout, sizes, overflow), as the
  * pooling calls check them; *plane: its elements per spatial volume. */
 ap_status ap_tensor_check(const ap_tensor_desc *t, int64_t *plane);

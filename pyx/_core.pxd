@@ -24,6 +24,7 @@ cdef extern from "avgpool.h" nogil:
         AP_ERR_TILE
         AP_ERR_NAN_POLICY
         AP_ERR_THREAD_POOL
+        AP_ERR_ALIGNMENT
 
     ctypedef enum ap_layout:
         AP_LAYOUT_NCHW

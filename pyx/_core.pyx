@@ -196,11 +196,19 @@ cdef cnp.ndarray _output(cnp.ndarray a, tuple shape, out, x, str name="x", bint 
                         f"{name})")
     if not cnp.PyArray_IS_C_CONTIGUOUS(y):
         raise ValueError("out must be C-contiguous")
+    if not cnp.PyArray_ISALIGNED(y):
+        raise ValueError(_unaligned_out(y))
     if not cnp.PyArray_ISWRITEABLE(y):
         raise ValueError("out must be writeable")
     if _overlap(a, y) or (x is not a and np.may_share_memory(x, y)):
         raise ValueError(f"out must not overlap {name}")
     return y
+
+
+cdef str _unaligned_out(cnp.ndarray y):
+    cdef size_t align = (<object>y).dtype.alignment
+    return (f"out must be aligned for its dtype: its data address a multiple of {align} bytes "
+            f"(it is {<size_t>cnp.PyArray_DATA(y) % align} past one)")
 
 
 cdef inline bint _overlap(cnp.ndarray a, cnp.ndarray b):
@@ -223,6 +231,8 @@ cdef cnp.ndarray _prepare(x, str name="x"):
             f"bfloat16")
     if not cnp.PyArray_IS_C_CONTIGUOUS(a):
         a = np.ascontiguousarray(a)
+    if not cnp.PyArray_ISALIGNED(a):
+        a = a.copy()  # the C core takes elements at their alignment (AP_ERR_ALIGNMENT)
     return a
 
 # The argument each status is about, for error messages.
@@ -240,6 +250,7 @@ cdef dict _STATUS_ARGUMENT = {
     AP_ERR_OVERFLOW: "x",
     AP_ERR_TILE: "out_region",
     AP_ERR_NAN_POLICY: "nan_policy",
+    AP_ERR_ALIGNMENT: "x",
 }
 
 
@@ -633,8 +644,9 @@ cdef class CompiledOperator:
                                  f"operator's output_shape {shape_in}")
             raise ValueError(f"x has shape {(<object>a).shape}, but the operator was compiled "
                              f"for {shape_in}")
-        if not cnp.PyArray_IS_C_CONTIGUOUS(a) or not cnp.PyArray_ISNOTSWAPPED(a):
-            a = _prepare(a, name)  # a native C-contiguous copy, as the plain call makes
+        if (not cnp.PyArray_IS_C_CONTIGUOUS(a) or not cnp.PyArray_ISNOTSWAPPED(a)
+                or not cnp.PyArray_ISALIGNED(a)):
+            a = _prepare(a, name)  # a native, aligned C-contiguous copy, as the plain call makes
         cdef cnp.npy_intp *dims = &self.out_dims[0]
         if backward:
             dims = &self.in_dims[0]
@@ -651,6 +663,8 @@ cdef class CompiledOperator:
                 raise TypeError(f"out has dtype {(<object>y).dtype}, expected {self.dtype}")
             if not cnp.PyArray_IS_C_CONTIGUOUS(y):
                 raise ValueError("out must be C-contiguous")
+            if not cnp.PyArray_ISALIGNED(y):
+                raise ValueError(_unaligned_out(y))
             if not cnp.PyArray_ISWRITEABLE(y):
                 raise ValueError("out must be writeable")
             if _overlap(a, y) or (a is not x and np.may_share_memory(x, y)):

@@ -961,7 +961,7 @@ def out_variants(draw, exp, xcase):
         lo, hi = pad * dtype.itemsize, (pad + size) * dtype.itemsize
         return out, (buf, lo, hi, 0xA5), False
     bad = draw(st.sampled_from(["shape", "dtype", "fortran", "step", "readonly", "list", "x",
-                                "torch"]))
+                                "torch", "unaligned"]))
     if bad == "shape":
         return np.empty(shape[:-1] + (shape[-1] + 1,), dtype), None, True
     if bad == "dtype":
@@ -973,6 +973,10 @@ def out_variants(draw, exp, xcase):
         big = np.empty(shape[:-1] + (2 * shape[-1],), dtype)
         if shape[-1] > 1:
             return big[..., ::2], None, True
+    if bad == "unaligned" and dtype.alignment > 1 and size:
+        buf = np.empty(size * dtype.itemsize + dtype.alignment, np.uint8)
+        start = (1 - buf.ctypes.data) % dtype.alignment  # 1 byte past an aligned address
+        return buf[start:start + size * dtype.itemsize].view(dtype).reshape(shape), None, True
     if bad == "readonly":
         out = np.empty(shape, dtype)
         out.flags.writeable = False

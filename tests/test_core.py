@@ -182,6 +182,38 @@ def test_non_contiguous_input_fixed(how, dtype):
     assert_matches(ya, ref, ref_abs, dtype)
 
 
+def _unaligned_copy(x):
+    """x's values in a C-contiguous array whose data starts one byte past its dtype's
+    alignment (a view of a byte buffer, as a file or network payload gives)."""
+    buf = np.zeros(x.nbytes + x.dtype.alignment, np.uint8)
+    start = (1 - buf.ctypes.data) % x.dtype.alignment
+    u = buf[start:start + x.nbytes].view(x.dtype).reshape(x.shape)
+    u[...] = x
+    assert u.flags.c_contiguous and not u.flags.aligned
+    return u
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
+def test_unaligned_input_is_copied(dtype):
+    """The C core takes elements at their alignment (AP_ERR_ALIGNMENT otherwise): an unaligned
+    input is copied, like a non-contiguous one, and gives the aligned input's bits."""
+    x = make_data(8, (2, 3, 7, 6), dtype)
+    u = _unaligned_copy(x)
+    before = u.copy()
+    desc = avgpool.AveragePoolingDesc((3, 2), (2, 1), (1, 0), (1, 1))
+    assert_same(avgpool.average_pool(u, desc), avgpool.average_pool(x, desc))
+    assert_same(avgpool.adaptive_average_pool(u, (3, 4)), avgpool.adaptive_average_pool(x, (3, 4)))
+    gy = make_data(9, desc.output_shape(x.shape), dtype)
+    assert_same(avgpool.average_pool_backward(_unaligned_copy(gy), desc, x.shape),
+                avgpool.average_pool_backward(gy, desc, x.shape))
+    op = avgpool.compile_operator(desc, x.shape, dtype)
+    assert_same(op(u), op(x))
+    region = [slice(0, n) for n in desc.output_shape(x.shape)[2:]]
+    assert_same(avgpool.pool_tile(u, desc, x.shape, region),
+                avgpool.pool_tile(x, desc, x.shape, region))
+    np.testing.assert_array_equal(u.view(np.uint8), before.view(np.uint8))
+
+
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 def test_out_in_place(dtype, layout):

@@ -27,6 +27,16 @@ def _readonly_out():
     return out
 
 
+def _unaligned(shape, dtype):
+    """A C-contiguous array whose data starts one byte past its dtype's alignment."""
+    dtype = np.dtype(dtype)
+    buf = np.zeros(int(np.prod(shape)) * dtype.itemsize + dtype.alignment, np.uint8)
+    start = (1 - buf.ctypes.data) % dtype.alignment  # 1 byte past an aligned address
+    a = buf[start:start + int(np.prod(shape)) * dtype.itemsize].view(dtype).reshape(shape)
+    assert not a.flags.aligned
+    return a
+
+
 def _same_buffer_call():
     x = np.ones((1, 2, 5, 5), dtype=np.float32)
     return average_pool(x, Desc((1, 1)), out=x)
@@ -145,6 +155,12 @@ CASES = [
      r"out must be C-contiguous"),
     ("out-read-only", lambda: average_pool(X2, D22, out=_readonly_out()), ValueError,
      r"out must be writeable"),
+    ("out-unaligned", lambda: average_pool(X2, D22, out=_unaligned((1, 2, 4, 4), np.float32)),
+     ValueError, r"out must be aligned for its dtype: its data address a multiple of 4 bytes "
+     r"\(it is 1 past one\)"),
+    ("out-unaligned-float64", lambda: adaptive_average_pool(
+        X2.astype(np.float64), (2, 2), out=_unaligned((1, 2, 2, 2), np.float64)),
+     ValueError, r"out must be aligned for its dtype: its data address a multiple of 8 bytes"),
     ("out-is-x", _same_buffer_call, ValueError, r"out must not overlap x"),
     ("out-overlaps-x", _partial_overlap_call, ValueError, r"out must not overlap x"),
     ("out-list", lambda: average_pool(X2, D22, out=[[0.0]]), TypeError,

@@ -25,7 +25,7 @@
  *     the output buffer or out_sizes, except after AP_ERR_OUT_OF_MEMORY
  *     from a pooling call, when the output's contents are unspecified.
  *   - Buffers: dense (C-contiguous in the given layout), aligned for their
- *     element type, owned by the caller. Element (n, c, d, h, w) lives at
+ *     element type (checked: AP_ERR_ALIGNMENT), owned by the caller. Element (n, c, d, h, w) lives at
  *       NCHW: (((n * C + c) * D + d) * H + h) * W + w
  *       NHWC: (((n * D + d) * H + h) * W + w) * C + c
  *     (ranks 1 and 2 drop D, or D and H). The input is only read; input and
@@ -109,8 +109,12 @@ typedef enum ap_status {
     AP_ERR_NAN_POLICY = 16,    /* nan_policy not an ap_nan_policy value, a
                                   negative min_count, or a backward pass of
                                   AP_NAN_OMIT (its gradient depends on x)     */
-    AP_ERR_THREAD_POOL = 17    /* ap_set_thread_pool: unknown name, or
+    AP_ERR_THREAD_POOL = 17,   /* ap_set_thread_pool: unknown name, or
                                   "openmp" in a build without OpenMP       */
+    AP_ERR_ALIGNMENT = 18      /* x / y (gy / gx) of a non-empty tensor not
+                                  aligned for its element type (2, 4 or 8
+                                  bytes: float16 / bfloat16, float32,
+                                  float64)                                  */
 } ap_status;
 
 /* What a NaN input does to its windows (docs/semantics.md, "NaN-aware
@@ -267,8 +271,9 @@ AP_API ap_status ap_adaptive_check(const ap_adaptive_desc *desc, const ap_tensor
  *                elements, input's layout); may be NULL if it has no element
  *   num_threads  > 0: at most this many threads; <= 0: OpenMP default
  * Errors: those of ap_pool_output_sizes, AP_ERR_DTYPE, AP_ERR_NULL_POINTER
- * (desc, input, or x / y of a non-empty tensor), AP_ERR_OUT_OF_MEMORY,
- * AP_ERR_ISA (AVGPOOL_ISA named an unavailable instruction set). */
+ * (desc, input, or x / y of a non-empty tensor), AP_ERR_ALIGNMENT (x / y of
+ * a non-empty tensor), AP_ERR_OUT_OF_MEMORY, AP_ERR_ISA (AVGPOOL_ISA named an
+ * unavailable instruction set). */
 AP_API ap_status ap_avgpool(const ap_pool_desc *desc, const ap_tensor_desc *input,
                             ap_dtype dtype, const void *x, void *y, int num_threads);
 /* Adaptive average pooling; arguments and errors as for ap_avgpool, with
@@ -397,12 +402,13 @@ AP_API ap_status ap_operator_set_output_layout(ap_operator *op, ap_layout layout
 AP_API ap_status ap_operator_output(const ap_operator *op, ap_tensor_desc *output);
 /* Pool x (the input described at creation) into y (the output described by
  * ap_operator_output), as ap_avgpool does. Errors: AP_ERR_NULL_POINTER (op,
- * or x / y of a non-empty tensor), AP_ERR_OUT_OF_MEMORY. */
+ * or x / y of a non-empty tensor), AP_ERR_ALIGNMENT, AP_ERR_OUT_OF_MEMORY. */
 AP_API ap_status ap_operator_run(const ap_operator *op, const void *x, void *y);
 /* The backward pass of the operator: gx (the input's gradient, input shape) from gy (the
  * output's gradient), as ap_avgpool_backward computes it, with the taps inverted once at
  * creation. Several threads may run it at once, as ap_operator_run. Errors:
- * AP_ERR_NULL_POINTER (op, or gy / gx of a non-empty tensor), AP_ERR_OUT_OF_MEMORY. */
+ * AP_ERR_NULL_POINTER (op, or gy / gx of a non-empty tensor), AP_ERR_ALIGNMENT,
+ * AP_ERR_OUT_OF_MEMORY. */
 AP_API ap_status ap_operator_run_backward(const ap_operator *op, const void *gy, void *gx);
 /* Free the operator; NULL is allowed. */
 AP_API void ap_operator_destroy(ap_operator *op);
@@ -461,7 +467,7 @@ AP_API const char *ap_version(void);
  * cache lines in use (a strided copy is several times slower);
  * num_threads as for ap_avgpool. y must not overlap x. Errors: those of the
  * tensor description (AP_ERR_RANK, AP_ERR_LAYOUT, AP_ERR_TENSOR_SIZE,
- * AP_ERR_OVERFLOW), AP_ERR_DTYPE, AP_ERR_NULL_POINTER. */
+ * AP_ERR_OVERFLOW), AP_ERR_DTYPE, AP_ERR_NULL_POINTER, AP_ERR_ALIGNMENT. */
 AP_API ap_status ap_relayout(const ap_tensor_desc *input, ap_dtype dtype, const void *x,
                              void *y, int num_threads);
 

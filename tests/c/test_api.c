@@ -17,7 +17,7 @@
 
 #include "test_util.h"
 
-#define N_STATUS (AP_ERR_THREAD_POOL + 1)
+#define N_STATUS (AP_ERR_ALIGNMENT + 1)
 static int seen[N_STATUS]; /* status codes some invalid input produced */
 
 /* A call that must fail (or succeed) with `want`; records the code. */
@@ -299,6 +299,48 @@ static void test_null_pointers(void) {
     CHECK_STATUS(ap_pool_output_sizes(&d, &t, out), AP_OK);
     CHECK(out[0] == 3 && out[1] == -7 && out[2] == -7, "out sizes %lld %lld %lld",
           (long long)out[0], (long long)out[1], (long long)out[2]);
+}
+
+/* Buffers not aligned for their element type: AP_ERR_ALIGNMENT from every call that takes
+ * them, before anything is written; empty tensors need no alignment, as they need no buffers. */
+static void test_misaligned_buffers(void) {
+    _Alignas(16) unsigned char xb[16 * 8 + 8], yb[8 * 8 + 8];
+    const ap_tensor_desc t = tensor(1, 2, 1, 8, 0, 0, AP_LAYOUT_NCHW);
+    const ap_pool_desc d = pool(1, 2, 2, 0, 0);
+    const ap_adaptive_desc a = adaptive(1, 4, 0, 0);
+    const ap_dtype dtypes[4] = {AP_DTYPE_F32, AP_DTYPE_F64, AP_DTYPE_F16, AP_DTYPE_BF16};
+    memset(xb, 0, sizeof xb);
+    for (int k = 0; k < 4; ++k) {
+        const ap_dtype dt = dtypes[k];
+        const size_t es = dt == AP_DTYPE_F64 ? 8 : dt == AP_DTYPE_F32 ? 4 : 2;
+        for (size_t off = 1; off < es; ++off) {
+            unsigned char *xm = xb + off, *ym = yb + off;
+            memset(yb, 0x5a, sizeof yb);
+            EXPECT(ap_avgpool(&d, &t, dt, xm, yb, 1), AP_ERR_ALIGNMENT);
+            EXPECT(ap_avgpool(&d, &t, dt, xb, ym, 1), AP_ERR_ALIGNMENT);
+            EXPECT(ap_adaptive_avgpool(&a, &t, dt, xm, yb, 2), AP_ERR_ALIGNMENT);
+            EXPECT(ap_avgpool_backward(&d, &t, dt, yb, xm, 1), AP_ERR_ALIGNMENT);
+            EXPECT(ap_adaptive_avgpool_backward(&a, &t, dt, ym, xb, 1), AP_ERR_ALIGNMENT);
+            EXPECT(ap_relayout(&t, dt, xm, yb, 1), AP_ERR_ALIGNMENT);
+            ap_operator *op = NULL;
+            CHECK_STATUS(ap_operator_create_pool(&d, &t, dt, 1, &op, NULL), AP_OK);
+            if (op) {
+                EXPECT(ap_operator_run(op, xb, ym), AP_ERR_ALIGNMENT);
+                EXPECT(ap_operator_run_backward(op, ym, xb), AP_ERR_ALIGNMENT);
+                ap_operator_destroy(op);
+            }
+            int untouched = 1;
+            for (size_t i = 0; i < sizeof yb; ++i) untouched &= yb[i] == 0x5a;
+            for (size_t i = 0; i < sizeof xb; ++i) untouched &= xb[i] == 0;
+            CHECK(untouched, "dtype %d offset %zu: a buffer written on AP_ERR_ALIGNMENT", (int)dt,
+                  off);
+            ap_tensor_desc e = t;
+            e.batch = 0;
+            CHECK_STATUS(ap_avgpool(&d, &e, dt, xm, ym, 1), AP_OK);
+        }
+        /* aligned for the element, not for a vector: accepted */
+        CHECK_STATUS(ap_avgpool(&d, &t, dt, xb + es, yb + es, 1), AP_OK);
+    }
 }
 
 /* ---- sizes that overflow int64 ---------------------------------------------- */
@@ -1251,6 +1293,7 @@ int main(int argc, char **argv) {
     test_status_strings();
     test_invalid_inputs();
     test_null_pointers();
+    test_misaligned_buffers();
     test_overflow();
     test_check_errors();
     test_tiles();
