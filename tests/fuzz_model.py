@@ -57,7 +57,7 @@ from hypothesis import HealthCheck, note, settings
 from hypothesis import strategies as st
 
 from reference import ref_adaptive_average_pool, ref_average_pool
-from strategies import ulp_distance
+from strategies import unaligned_empty, ulp_distance
 
 try:
     import torch
@@ -974,9 +974,7 @@ def out_variants(draw, exp, xcase):
         if shape[-1] > 1:
             return big[..., ::2], None, True
     if bad == "unaligned" and dtype.alignment > 1 and size:
-        buf = np.empty(size * dtype.itemsize + dtype.alignment, np.uint8)
-        start = (1 - buf.ctypes.data) % dtype.alignment  # 1 byte past an aligned address
-        return buf[start:start + size * dtype.itemsize].view(dtype).reshape(shape), None, True
+        return unaligned_empty(shape, dtype), None, True
     if bad == "readonly":
         out = np.empty(shape, dtype)
         out.flags.writeable = False

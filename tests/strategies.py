@@ -49,6 +49,18 @@ def to_nchw(x: np.ndarray, layout: str) -> np.ndarray:
     return np.transpose(x, (0, x.ndim - 1) + tuple(range(1, r + 1)))
 
 
+def unaligned_empty(shape, dtype) -> np.ndarray:
+    """A C-contiguous array of ``shape`` whose data starts one byte past its dtype's alignment
+    (a view of a byte buffer at an odd offset, as a file or network payload gives)."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape)) * dtype.itemsize
+    buf = np.zeros(nbytes + dtype.alignment, np.uint8)
+    start = (1 - buf.ctypes.data) % dtype.alignment
+    a = buf[start:start + nbytes].view(dtype).reshape(shape)
+    assert a.flags.c_contiguous and (dtype.alignment == 1 or not a.flags.aligned)
+    return a
+
+
 def make_data(seed: int, shape, dtype) -> np.ndarray:
     """Random data of ``dtype``.
 

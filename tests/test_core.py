@@ -28,6 +28,7 @@ from strategies import (
     scaled,
     to_layout,
     to_nchw,
+    unaligned_empty,
 )
 
 
@@ -183,13 +184,9 @@ def test_non_contiguous_input_fixed(how, dtype):
 
 
 def _unaligned_copy(x):
-    """x's values in a C-contiguous array whose data starts one byte past its dtype's
-    alignment (a view of a byte buffer, as a file or network payload gives)."""
-    buf = np.zeros(x.nbytes + x.dtype.alignment, np.uint8)
-    start = (1 - buf.ctypes.data) % x.dtype.alignment
-    u = buf[start:start + x.nbytes].view(x.dtype).reshape(x.shape)
+    """x's values in an array whose data starts one byte past its dtype's alignment."""
+    u = unaligned_empty(x.shape, x.dtype)
     u[...] = x
-    assert u.flags.c_contiguous and not u.flags.aligned
     return u
 
 

@@ -10,6 +10,7 @@ from avgpool import AdaptiveAveragePoolingDesc as ADesc
 from avgpool import AveragePoolingDesc as Desc
 from avgpool import adaptive_average_pool, average_pool
 from avgpool import functional as F
+from strategies import unaligned_empty
 
 X1 = np.ones((1, 2, 5), dtype=np.float32)
 X2 = np.ones((1, 2, 5, 5), dtype=np.float32)
@@ -25,16 +26,6 @@ def _readonly_out():
     out = _out()
     out.flags.writeable = False
     return out
-
-
-def _unaligned(shape, dtype):
-    """A C-contiguous array whose data starts one byte past its dtype's alignment."""
-    dtype = np.dtype(dtype)
-    buf = np.zeros(int(np.prod(shape)) * dtype.itemsize + dtype.alignment, np.uint8)
-    start = (1 - buf.ctypes.data) % dtype.alignment  # 1 byte past an aligned address
-    a = buf[start:start + int(np.prod(shape)) * dtype.itemsize].view(dtype).reshape(shape)
-    assert not a.flags.aligned
-    return a
 
 
 def _same_buffer_call():
@@ -155,11 +146,11 @@ CASES = [
      r"out must be C-contiguous"),
     ("out-read-only", lambda: average_pool(X2, D22, out=_readonly_out()), ValueError,
      r"out must be writeable"),
-    ("out-unaligned", lambda: average_pool(X2, D22, out=_unaligned((1, 2, 4, 4), np.float32)),
+    ("out-unaligned", lambda: average_pool(X2, D22, out=unaligned_empty((1, 2, 4, 4), np.float32)),
      ValueError, r"out must be aligned for its dtype: its data address a multiple of 4 bytes "
      r"\(it is 1 past one\)"),
     ("out-unaligned-float64", lambda: adaptive_average_pool(
-        X2.astype(np.float64), (2, 2), out=_unaligned((1, 2, 2, 2), np.float64)),
+        X2.astype(np.float64), (2, 2), out=unaligned_empty((1, 2, 2, 2), np.float64)),
      ValueError, r"out must be aligned for its dtype: its data address a multiple of 8 bytes"),
     ("out-is-x", _same_buffer_call, ValueError, r"out must not overlap x"),
     ("out-overlaps-x", _partial_overlap_call, ValueError, r"out must not overlap x"),
