@@ -25,7 +25,8 @@
  *     the output buffer or out_sizes, except after AP_ERR_OUT_OF_MEMORY
  *     from a pooling call, when the output's contents are unspecified.
  *   - Buffers: dense (C-contiguous in the given layout), aligned for their
- *     element type (checked: AP_ERR_ALIGNMENT), owned by the caller. Element (n, c, d, h, w) lives at
+ *     element type (checked: AP_ERR_ALIGNMENT), owned by the caller.
+ *     Element (n, c, d, h, w) lives at
  *       NCHW: (((n * C + c) * D + d) * H + h) * W + w
  *       NHWC: (((n * D + d) * H + h) * W + w) * C + c
  *     (ranks 1 and 2 drop D, or D and H). The input is only read; input and
