@@ -82,18 +82,18 @@ build_example "$tmp/moved-prefix" moved
 
 step "3. sanitizers: AVGPOOL_SANITIZE=ON ($build_root/asan)"
 echo "[AddressSanitizer + UndefinedBehaviorSanitizer]" >> "$log"
-# (4000 and 1500 random cases in test_isa and its streamed run instead of 10000 and 3000:
+# (4000 and 600 random cases in test_isa and its streamed run instead of 10000 and 3000:
 # every call handing work to threads under the sanitizers takes several times as long)
 configure_build_test "$build_root/asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAVGPOOL_SANITIZE=ON \
   "-DCMAKE_C_FLAGS=-DAP_MIN_ELEMS_PER_THREAD=8 -DAP_MIN_CHUNK_ELEMS=8" -DAVGPOOL_ISA_CASES=4000 \
-  -DAVGPOOL_ISA_STREAMED_CASES=1500
+  -DAVGPOOL_ISA_STREAMED_CASES=600
 
 step "4. ThreadSanitizer: AVGPOOL_TSAN=ON ($build_root/tsan)"
 echo "[ThreadSanitizer]" >> "$log"
 # (fewer random cases: the pool's hand-over is the same in each, and TSan slows every access)
 configure_build_test "$build_root/tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAVGPOOL_TSAN=ON \
   "-DCMAKE_C_FLAGS=-DAP_MIN_ELEMS_PER_THREAD=8 -DAP_MIN_CHUNK_ELEMS=8" -DAVGPOOL_ISA_CASES=600 \
-  -DAVGPOOL_ISA_STREAMED_CASES=200
+  -DAVGPOOL_ISA_STREAMED_CASES=50
 
 step "summary"
 cat "$log"
