@@ -123,10 +123,8 @@ ap_status ap_operator_run(const ap_operator *op, const void *x, void *y) {
     const ap_plan *plan = &op->plan;
     const int64_t n_in = plan->batch * plan->channels * plan->in_plane;
     const int64_t n_out = plan->batch * plan->channels * plan->out_plane;
-    if ((n_in > 0 && !x) || (n_out > 0 && !y)) return AP_ERR_NULL_POINTER;
-    if ((n_in > 0 && !ap_aligned_for(x, plan->dtype)) ||
-        (n_out > 0 && !ap_aligned_for(y, plan->dtype)))
-        return AP_ERR_ALIGNMENT;
+    const ap_status s = ap_check_buffers(x, n_in, y, n_out, plan->dtype);
+    if (s != AP_OK) return s;
     if (n_out == 0) return AP_OK;
     if (op->moved_output && !plan->out_channels_first)
         return ap_run_then_relayout(op, x, y, n_out);
@@ -315,10 +313,8 @@ static ap_status ap_backward_run(ap_plan *plan, const void *gy, void *gx) {
     if (!table) return isa_status;
     const int64_t n_in = plan->batch * plan->channels * plan->in_plane;
     const int64_t n_out = plan->batch * plan->channels * plan->out_plane;
-    if ((n_out > 0 && !gy) || (n_in > 0 && !gx)) return AP_ERR_NULL_POINTER;
-    if ((n_out > 0 && !ap_aligned_for(gy, plan->dtype)) ||
-        (n_in > 0 && !ap_aligned_for(gx, plan->dtype)))
-        return AP_ERR_ALIGNMENT;
+    const ap_status checked = ap_check_buffers(gy, n_out, gx, n_in, plan->dtype);
+    if (checked != AP_OK) return checked;
     if (plan->nan_omit) return AP_ERR_NAN_POLICY;
     if (n_in == 0) return AP_OK;
     ap_inverse inv;
@@ -437,10 +433,8 @@ ap_status ap_operator_run_backward(const ap_operator *op, const void *gy, void *
     const ap_plan *plan = &op->plan;
     const int64_t n_in = plan->batch * plan->channels * plan->in_plane;
     const int64_t n_out = plan->batch * plan->channels * plan->out_plane;
-    if ((n_out > 0 && !gy) || (n_in > 0 && !gx)) return AP_ERR_NULL_POINTER;
-    if ((n_out > 0 && !ap_aligned_for(gy, plan->dtype)) ||
-        (n_in > 0 && !ap_aligned_for(gx, plan->dtype)))
-        return AP_ERR_ALIGNMENT;
+    const ap_status checked = ap_check_buffers(gy, n_out, gx, n_in, plan->dtype);
+    if (checked != AP_OK) return checked;
     if (plan->nan_omit) return AP_ERR_NAN_POLICY;
     if (n_in == 0) return AP_OK;
     if (op->moved_output && n_out > 0) return ap_relayout_then_backward(op, gy, gx, n_out);

@@ -93,6 +93,17 @@ static inline int ap_aligned_for(const void *p, ap_dtype dtype) {
     return ((uintptr_t)p & (a - 1)) == 0;
 }
 
+/* The buffers of a call that reads n_in elements at in and writes n_out at out: each must be
+ * non-NULL and aligned for dtype where it has elements (avgpool.h: AP_ERR_NULL_POINTER, then
+ * AP_ERR_ALIGNMENT). */
+static inline ap_status ap_check_buffers(const void *in, int64_t n_in, const void *out,
+                                         int64_t n_out, ap_dtype dtype) {
+    if ((n_in > 0 && !in) || (n_out > 0 && !out)) return AP_ERR_NULL_POINTER;
+    if ((n_in > 0 && !ap_aligned_for(in, dtype)) || (n_out > 0 && !ap_aligned_for(out, dtype)))
+        return AP_ERR_ALIGNMENT;
+    return AP_OK;
+}
+
 /* A tensor description's own rules (rank, layout, sizes, overflow), as the
  * pooling calls check them; *plane: its elements per spatial volume. */
 ap_status ap_tensor_check(const ap_tensor_desc *t, int64_t *plane);

@@ -110,8 +110,8 @@ ap_status ap_relayout(const ap_tensor_desc *input, ap_dtype dtype, const void *x
     if ((unsigned)dtype > AP_DTYPE_BF16) return AP_ERR_DTYPE;
     const int64_t total = input->batch * input->channels * plane;
     if (total == 0) return AP_OK;
-    if (!x || !y) return AP_ERR_NULL_POINTER;
-    if (!ap_aligned_for(x, dtype) || !ap_aligned_for(y, dtype)) return AP_ERR_ALIGNMENT;
+    s = ap_check_buffers(x, total, y, total, dtype);
+    if (s != AP_OK) return s;
     ap_relayout_job job;
     job.x = (const char *)x;
     job.y = (char *)y;

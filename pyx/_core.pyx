@@ -194,21 +194,24 @@ cdef cnp.ndarray _output(cnp.ndarray a, tuple shape, out, x, str name="x", bint 
     if cnp.PyArray_TYPE(y) != cnp.PyArray_TYPE(a) or not cnp.PyArray_ISNOTSWAPPED(y):
         raise TypeError(f"out has dtype {out.dtype}, expected {(<object>a).dtype} (the dtype of "
                         f"{name})")
-    if not cnp.PyArray_IS_C_CONTIGUOUS(y):
-        raise ValueError("out must be C-contiguous")
-    if not cnp.PyArray_ISALIGNED(y):
-        raise ValueError(_unaligned_out(y))
-    if not cnp.PyArray_ISWRITEABLE(y):
-        raise ValueError("out must be writeable")
+    _check_out_memory(y)
     if _overlap(a, y) or (x is not a and np.may_share_memory(x, y)):
         raise ValueError(f"out must not overlap {name}")
     return y
 
 
-cdef str _unaligned_out(cnp.ndarray y):
-    cdef size_t align = (<object>y).dtype.alignment
-    return (f"out must be aligned for its dtype: its data address a multiple of {align} bytes "
-            f"(it is {<size_t>cnp.PyArray_DATA(y) % align} past one)")
+cdef int _check_out_memory(cnp.ndarray y) except -1:
+    """out's memory as the kernels write it: C-contiguous, aligned for its dtype, writeable."""
+    cdef size_t align
+    if not cnp.PyArray_IS_C_CONTIGUOUS(y):
+        raise ValueError("out must be C-contiguous")
+    if not cnp.PyArray_ISALIGNED(y):
+        align = (<object>y).dtype.alignment
+        raise ValueError(f"out must be aligned for its dtype: its data address a multiple of "
+                         f"{align} bytes (it is {<size_t>cnp.PyArray_DATA(y) % align} past one)")
+    if not cnp.PyArray_ISWRITEABLE(y):
+        raise ValueError("out must be writeable")
+    return 0
 
 
 cdef inline bint _overlap(cnp.ndarray a, cnp.ndarray b):
@@ -661,12 +664,7 @@ cdef class CompiledOperator:
             # a byte-swapped out has the same type number: the kernel would write native bytes
             if cnp.PyArray_TYPE(y) != self.typenum or not cnp.PyArray_ISNOTSWAPPED(y):
                 raise TypeError(f"out has dtype {(<object>y).dtype}, expected {self.dtype}")
-            if not cnp.PyArray_IS_C_CONTIGUOUS(y):
-                raise ValueError("out must be C-contiguous")
-            if not cnp.PyArray_ISALIGNED(y):
-                raise ValueError(_unaligned_out(y))
-            if not cnp.PyArray_ISWRITEABLE(y):
-                raise ValueError("out must be writeable")
+            _check_out_memory(y)
             if _overlap(a, y) or (a is not x and np.may_share_memory(x, y)):
                 raise ValueError(f"out must not overlap {name}")
         cdef const void *xp = cnp.PyArray_DATA(a)
