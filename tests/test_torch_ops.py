@@ -557,8 +557,8 @@ def test_errors():
         apt.avg_pool2d(torch.ones(4, 4), 2)
     with pytest.raises(ValueError, match="padding should be at most half of the kernel size"):
         apt.avg_pool2d(torch.ones(1, 1, 4, 4), 2, padding=2)
-    with pytest.raises(ValueError, match=r"output_size\[0\] must be >= 1"):
-        apt.adaptive_avg_pool2d(torch.ones(1, 1, 4, 4), (0, 2))
+    with pytest.raises(ValueError, match=r"output_size\[0\] must be >= 1, got -1"):
+        apt.adaptive_avg_pool2d(torch.ones(1, 1, 4, 4), (-1, 2))
     for output_size in [(3,), [3]]:  # torch rejects a one-entry size for 2-D too
         with pytest.raises(RuntimeError, match="output_size must be 2"):
             F.adaptive_avg_pool2d(torch.ones(1, 1, 4, 4), output_size)
@@ -651,6 +651,9 @@ _EVERY_OP = (
     lambda ops, x1, x2, x3, ceil_mode: ops.adaptive_avg_pool2d(x2, (None, 3)),
     lambda ops, x1, x2, x3, ceil_mode: ops.adaptive_avg_pool3d(x3, (2, None, 3)),
 )
+
+
+_EVERY_OP_RANK = (1, 2, 2, 3, 1, 2, 3)  # the spatial rank each of _EVERY_OP pools
 
 
 def _every_op(ops, x1, x2, x3, ceil_mode=True):
@@ -853,6 +856,48 @@ def test_dtypes_without_kernels_as_torch(dtype):
         else:
             assert ours == want
     assert isinstance(_outcome(lambda: apt.avg_pool2d(xs[1].to(torch.int64), 3)), torch.Tensor)
+
+
+def _same_outcome(ours, want):
+    """Equal results (values, shape, strides, dtype) or the same error."""
+    if isinstance(want, torch.Tensor):
+        assert isinstance(ours, torch.Tensor), ours
+        assert (ours.shape, ours.stride(), ours.dtype) == (want.shape, want.stride(), want.dtype)
+        torch.testing.assert_close(ours, want, rtol=0, atol=0)
+    else:
+        assert ours == want
+
+
+@pytest.mark.one_path  # the route is Python's; the kernels are checked elsewhere
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_empty_tensors_as_torch(channels_last):
+    """A zero in any axis of the input, and an adaptive output size of 0, get torch's own
+    outcome: its result (shape and strides) where it has one, its error where it raises (a zero
+    batch passes every op; zero channels only the 1-D and 2-D adaptive pools; a zero spatial
+    size none), batched and unbatched, and for the gradient of an empty result."""
+    fmt = {4: torch.channels_last, 5: torch.channels_last_3d}
+    checked = 0
+    for rank, spatial in enumerate(((11,), (9, 12), (4, 6, 7)), start=1):
+        for axis in range(rank + 2):
+            shape = [2, 3, *spatial]
+            shape[axis] = 0
+            x = torch.zeros(shape)
+            if channels_last:
+                x = x.to(memory_format=fmt.get(x.dim(), torch.contiguous_format))
+            forms = [x] if axis == 0 else [x, x[0]]  # batched, and unbatched (C, ...)
+            for op, op_rank in zip(_EVERY_OP, _EVERY_OP_RANK):
+                for form in forms if op_rank == rank else ():
+                    xs = [form if r == rank else None for r in (1, 2, 3)]
+                    _same_outcome(_outcome(lambda: op(apt, *xs, True)),
+                                  _outcome(lambda: op(F, *xs, True)))
+                    checked += 1
+    assert checked == 2 * 5 + 3 * 7 + 2 * 9  # every op on each axis, batched and unbatched
+    x = torch.randn(2, 3, 9, 12, requires_grad=True)
+    for sizes in (0, (0, 3), (4, 0), (0, None)):
+        y, want = apt.adaptive_avg_pool2d(x, sizes), F.adaptive_avg_pool2d(x, sizes)
+        _same_outcome(y, want)
+        _same_outcome(_outcome(lambda: torch.autograd.grad(y.sum(), x)[0]),
+                      _outcome(lambda: torch.autograd.grad(want.sum(), x)[0]))
 
 
 @pytest.mark.one_path  # the route is Python's; the kernels are checked elsewhere

@@ -546,7 +546,10 @@ def _onnx_exporting() -> bool:
 # must record torch's operators. A TorchScript trace (torch.jit.trace) fixes every Python
 # value as a constant, so the output sizes that avgpool's operators take would hold the traced
 # input's sizes for every later one; torch's operators compute them from the sizes. ONNX
-# exporters write torch's pools as AveragePool, and know nothing of avgpool's.
+# exporters write torch's pools as AveragePool, and know nothing of avgpool's. Empty inputs
+# and empty adaptive results have nothing to compute, and torch's rules for them differ by op
+# (a zero batch passes everywhere; zero channels only the 1-D and 2-D adaptive pools; an
+# adaptive output size of 0 gives an empty result), so torch's own pools give its outcome.
 _KERNEL_DTYPES = frozenset((torch.float32, torch.float64, torch.float16, torch.bfloat16))
 
 
@@ -554,7 +557,13 @@ def _torchs_own(x: Tensor, direct: bool) -> bool:
     """Whether torch.nn.functional serves the call on x (direct: _eager_direct(x)); the trace
     questions are asked only off the direct route, which no trace takes."""
     return x.dtype not in _KERNEL_DTYPES or x.layout is not torch.strided or (
-        not direct and (torch.jit.is_tracing() or _onnx_exporting()))
+        x.numel() == 0) or (not direct and (torch.jit.is_tracing() or _onnx_exporting()))
+
+
+def _empty_sizes(output_size: Any) -> bool:
+    """Whether an adaptive output_size asks for an empty result (an entry of 0)."""
+    sizes = output_size if isinstance(output_size, (tuple, list)) else (output_size,)
+    return any(type(v) is int and v == 0 for v in sizes)
 
 
 def _wants_grad(x: Tensor) -> bool:
@@ -828,7 +837,7 @@ def _adaptive(x: Tensor, rank: int, fname: str, output_size: Any) -> Tensor:
         return y
     _check_tensor(x, fname)
     direct = _eager_direct(x)
-    if _torchs_own(x, direct):
+    if _torchs_own(x, direct) or _empty_sizes(output_size):
         return getattr(torch.nn.functional, fname)(x, output_size)
     xb, unbatched = _batched(x, rank, fname)
     spatial = tuple(xb.shape[2:])
