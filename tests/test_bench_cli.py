@@ -111,18 +111,24 @@ def test_torch_section_times_both_libraries_and_checks_agreement(monkeypatch):
 
     monkeypatch.setattr(_bench_torch, "TORCH_CASES",
                         [("3x3s2p1-2x8x20x20", (2, 8, 20, 20), "avg_pool2d", (3, 2, 1)),
-                         ("adaptive-2x8x9x9-4x4", (2, 8, 9, 9), "adaptive_avg_pool2d", ((4, 4),))])
+                         ("adaptive-2x8x9x9-4x4", (2, 8, 9, 9), "adaptive_avg_pool2d", ((4, 4),)),
+                         ("3d-2x8x4x6x6", (2, 8, 4, 6, 6), "avg_pool3d", (2, 2))])
     result = _bench_torch.run_torch(1, quick=True)
     assert [(r["case"], r["format"]) for r in result["rows"]] == [
         ("3x3s2p1-2x8x20x20", "NCHW"), ("3x3s2p1-2x8x20x20", "channels_last"),
-        ("adaptive-2x8x9x9-4x4", "NCHW"), ("adaptive-2x8x9x9-4x4", "channels_last")]
+        ("adaptive-2x8x9x9-4x4", "NCHW"), ("adaptive-2x8x9x9-4x4", "channels_last"),
+        ("3d-2x8x4x6x6", "NCHW"), ("3d-2x8x4x6x6", "channels_last")]
     for r in result["rows"]:
         assert r["agree"]
         for key in ("torch_fwd_us", "avgpool_fwd_us", "plain_fwd_us", "torch_bwd_us",
                     "avgpool_bwd_us", "bwd_vs_best"):
             assert r[key] > 0
+    # the call in the op's own layout: only where torch's differs from the plain call's
+    assert [r["plain_own_fwd_us"] > 0 for r in result["rows"] if "plain_own_fwd_us" in r] == [
+        True]
+    assert "plain_own_fwd_us" in result["rows"][-1]
     table = _bench_torch.format_torch_table(result)
-    assert "bwd vs best" in table and "3x3s2p1-2x8x20x20" in table
+    assert "bwd vs best" in table and "3x3s2p1-2x8x20x20" in table and "in op's format" in table
     # --cases picks rows here too
     only = _bench_torch.run_torch(1, quick=True, cases="adaptive")
     assert [(r["case"], r["format"]) for r in only["rows"]] == [

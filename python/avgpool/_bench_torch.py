@@ -3,8 +3,10 @@
 Per case and memory format (contiguous NCHW, channels last), medians in microseconds of
 - the forward through ``avgpool.torch`` and through ``torch.nn.functional``, and the plain
   avgpool call on the same memory (``avgpool.average_pool`` / ``adaptive_average_pool`` with
-  ``layout="NHWC"`` for channels last), which shows what the torch operator adds; the three
-  are timed in turn, twice, and each keeps its better median;
+  ``layout="NHWC"`` for channels last), which shows what the torch operator adds; where torch
+  returns the other layout (the 3-D pools on channels_last_3d tensors: contiguous), also
+  avgpool's call that writes that layout from the same memory; the forwards are timed in
+  turn, twice, and each keeps its better median;
 - the backward alone: ``torch.autograd.grad`` of a kept graph, so the time is the backward
   operator plus the autograd engine, for both libraries.
 Ratios are torch's time over avgpool's; ``bwd vs best`` divides torch's faster format's backward
@@ -31,8 +33,12 @@ TORCH_CASES: List[Tuple[str, Tuple[int, ...], str, Tuple[Any, ...]]] = [
 ]
 
 
-def _plain_call(name: str, args: Tuple[Any, ...], x: Any, channels_last: bool) -> Callable:
-    """The plain avgpool call on x's memory (what the torch operator wraps)."""
+def _plain_calls(name: str, args: Tuple[Any, ...], x: Any,
+                 channels_last: bool) -> Dict[str, Callable]:
+    """The plain avgpool call on x's memory (what the torch operator wraps) as
+    ``plain_fwd_us``; where torch returns the result in the other layout (the 3-D pools on
+    channels_last_3d tensors: contiguous), also ``plain_own_fwd_us``, avgpool's call that
+    writes it so from the same memory (a compiled operator with that ``output_layout``)."""
     import avgpool
     from avgpool import functional
 
@@ -40,14 +46,21 @@ def _plain_call(name: str, args: Tuple[Any, ...], x: Any, channels_last: bool) -
     layout = "NHWC" if channels_last else "NCHW"
     a = x.permute((0,) + tuple(range(2, rank + 2)) + (1,)).numpy() if channels_last \
         else x.numpy()
+    desc: Any
     if name.startswith("adaptive"):
-        sizes = functional.adaptive_sizes_for(tuple(x.shape[2:]), rank, args[0])
-        return lambda: avgpool.adaptive_average_pool(a, sizes, layout=layout)
-    k = args[0]
-    s = args[1] if len(args) > 1 else None
-    p = args[2] if len(args) > 2 else 0
-    desc = functional.pool_desc_for(tuple(x.shape[2:]), rank, k, s, p, False, True, None)
-    return lambda: avgpool.average_pool(a, desc, layout=layout)
+        desc = functional.adaptive_sizes_for(tuple(x.shape[2:]), rank, args[0])
+        calls = {"plain_fwd_us": lambda: avgpool.adaptive_average_pool(a, desc, layout=layout)}
+    else:
+        k = args[0]
+        s = args[1] if len(args) > 1 else None
+        p = args[2] if len(args) > 2 else 0
+        desc = functional.pool_desc_for(tuple(x.shape[2:]), rank, k, s, p, False, True, None)
+        calls = {"plain_fwd_us": lambda: avgpool.average_pool(a, desc, layout=layout)}
+    if channels_last and rank == 3:
+        op = avgpool.compile_operator(desc, a.shape, a.dtype, layout="NHWC",
+                                      output_layout="NCHW")
+        calls["plain_own_fwd_us"] = lambda: op(a)
+    return calls
 
 
 def run_torch(threads: int, quick: bool = False, cases: str = "") -> Dict[str, Any]:
@@ -86,7 +99,7 @@ def _run_torch(threads: int, quick: bool, cases: str) -> Dict[str, Any]:
             theirs, ours = getattr(torch.nn.functional, name), getattr(apt, name)
             forwards = {"torch_fwd_us": lambda: theirs(x, *args),
                         "avgpool_fwd_us": lambda: ours(x, *args),
-                        "plain_fwd_us": _plain_call(name, args, x, fmt != "NCHW")}
+                        **_plain_calls(name, args, x, fmt != "NCHW")}
             # the forwards in two rounds, each one's better median kept: a median taken right
             # after another library's calls swung by up to 40 % with the order of the timings
             for _ in range(2):
@@ -111,14 +124,15 @@ def _run_torch(threads: int, quick: bool, cases: str) -> Dict[str, Any]:
 
 
 def format_torch_table(result: Dict[str, Any]) -> str:
-    head = ["case", "format", "fwd torch", "fwd avgpool", "ratio", "plain call", "bwd torch",
-            "bwd avgpool", "ratio", "bwd vs best"]
+    head = ["case", "format", "fwd torch", "fwd avgpool", "ratio", "plain call",
+            "in op's format", "bwd torch", "bwd avgpool", "ratio", "bwd vs best"]
     lines = [head]
     for r in result["rows"]:
         lines.append([r["case"], r["format"] + ("" if r["agree"] else " !"),
                       f"{r['torch_fwd_us']:.0f}", f"{r['avgpool_fwd_us']:.0f}",
                       f"{r['torch_fwd_us'] / r['avgpool_fwd_us']:.2f}x",
                       f"{r['plain_fwd_us']:.0f}",
+                      f"{r['plain_own_fwd_us']:.0f}" if "plain_own_fwd_us" in r else "=",
                       f"{r['torch_bwd_us']:.0f}", f"{r['avgpool_bwd_us']:.0f}",
                       f"{r['torch_bwd_us'] / r['avgpool_bwd_us']:.2f}x",
                       f"{r['bwd_vs_best']:.2f}x"])
@@ -126,8 +140,10 @@ def format_torch_table(result: Dict[str, Any]) -> str:
            f"medians in us (float32)", ""]
     out += _bench._columns(lines)
     out += ["", "fwd: the forward call; plain call: avgpool.average_pool on the same memory "
-            "(NHWC for channels last); the three forwards timed in turn, twice, the better "
-            "median kept; bwd: torch.autograd.grad of a kept graph (backward "
+            "(NHWC for channels last); in op's format: where torch returns another layout "
+            "(contiguous from the 3-D pools on channels_last_3d), avgpool's compiled operator "
+            "writing that layout from the same memory ('=': the plain call's); the forwards "
+            "timed in turn, twice, the better median kept; bwd: torch.autograd.grad of a kept graph (backward "
             "operator + autograd engine); ratio: torch / avgpool; bwd vs best: torch's faster "
             "format's backward / avgpool's; '!': the outputs disagree"]
     return "\n".join(out)
