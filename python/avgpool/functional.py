@@ -138,7 +138,7 @@ def _avg_pool(x: Any, rank: int, fname: str, kernel_size: Size, stride: Optional
     if is_torch(x):  # through the torch operators: autograd, memory formats, torch.compile
         from . import torch as _torch_ops
         return _torch_ops._avg_pool(x, rank, fname, kernel_size, stride, padding, ceil_mode,
-                                    count_include_pad, divisor_override)
+                                    count_include_pad, divisor_override, as_torch=False)
     a, unbatched = _batched(x, rank, fname)
     desc = pool_desc_for(a.shape[-rank:], rank, kernel_size, stride, padding, ceil_mode,
                          count_include_pad, divisor_override)
@@ -221,7 +221,7 @@ def adaptive_args_for(rank: int, output_size: Any) -> Tuple[Optional[int], ...]:
 def _adaptive(x: Any, rank: int, fname: str, output_size: Any) -> Any:
     if is_torch(x):  # through the torch operators: autograd, memory formats, torch.compile
         from . import torch as _torch_ops
-        return _torch_ops._adaptive(x, rank, fname, output_size)
+        return _torch_ops._adaptive(x, rank, fname, output_size, as_torch=False)
     a, unbatched = _batched(x, rank, fname)
     sizes = adaptive_sizes_for(a.shape[-rank:], rank, output_size)
     with renamed({"output_sizes": "output_size"}):

@@ -546,10 +546,7 @@ def _onnx_exporting() -> bool:
 # must record torch's operators. A TorchScript trace (torch.jit.trace) fixes every Python
 # value as a constant, so the output sizes that avgpool's operators take would hold the traced
 # input's sizes for every later one; torch's operators compute them from the sizes. ONNX
-# exporters write torch's pools as AveragePool, and know nothing of avgpool's. Empty inputs
-# and empty adaptive results have nothing to compute, and torch's rules for them differ by op
-# (a zero batch passes everywhere; zero channels only the 1-D and 2-D adaptive pools; an
-# adaptive output size of 0 gives an empty result), so torch's own pools give its outcome.
+# exporters write torch's pools as AveragePool, and know nothing of avgpool's.
 _KERNEL_DTYPES = frozenset((torch.float32, torch.float64, torch.float16, torch.bfloat16))
 
 
@@ -557,8 +554,14 @@ def _torchs_own(x: Tensor, direct: bool) -> bool:
     """Whether torch.nn.functional serves the call on x (direct: _eager_direct(x)); the trace
     questions are asked only off the direct route, which no trace takes."""
     return x.dtype not in _KERNEL_DTYPES or x.layout is not torch.strided or (
-        x.numel() == 0) or (not direct and (torch.jit.is_tracing() or _onnx_exporting()))
+        not direct and (torch.jit.is_tracing() or _onnx_exporting()))
 
+
+# Empty inputs and empty adaptive results have nothing to compute, and torch's rules for them
+# differ by op (a zero batch passes everywhere; zero channels only the 1-D and 2-D adaptive
+# pools; an adaptive output size of 0 gives an empty result): this module's functions hand
+# them to torch's own pools for its outcome. avgpool.functional, which runs torch tensors
+# through the same operators, keeps avgpool's rulings for them, as for arrays (as_torch=False).
 
 def _empty_sizes(output_size: Any) -> bool:
     """Whether an adaptive output_size asks for an empty result (an entry of 0)."""
@@ -803,7 +806,7 @@ def _symbolic_adaptive_params(spatial: Tuple[Any, ...], rank: int, output_size: 
 
 def _avg_pool(x: Tensor, rank: int, fname: str, kernel_size: _Size, stride: Optional[_Size],
               padding: _Size, ceil_mode: bool, count_include_pad: bool,
-              divisor_override: Optional[int]) -> Tensor:
+              divisor_override: Optional[int], as_torch: bool = True) -> Tensor:
     args = _pool_key(kernel_size, stride, padding, ceil_mode, count_include_pad,
                      divisor_override)
     key = None if args is None else _inference_key(x, (fname,) + args)
@@ -812,7 +815,7 @@ def _avg_pool(x: Tensor, rank: int, fname: str, kernel_size: _Size, stride: Opti
         return y
     _check_tensor(x, fname)
     direct = _eager_direct(x)
-    if _torchs_own(x, direct):
+    if _torchs_own(x, direct) or (as_torch and x.numel() == 0):
         pool = getattr(torch.nn.functional, fname)
         if rank == 1:
             return pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad)
@@ -829,7 +832,8 @@ def _avg_pool(x: Tensor, rank: int, fname: str, kernel_size: _Size, stride: Opti
     return y.squeeze(0) if unbatched else y
 
 
-def _adaptive(x: Tensor, rank: int, fname: str, output_size: Any) -> Tensor:
+def _adaptive(x: Tensor, rank: int, fname: str, output_size: Any,
+              as_torch: bool = True) -> Tensor:
     key = (_inference_key(x, (fname, _tupled(output_size)))
            if _ints(output_size, none_ok=True) else None)
     y = _inference_run(key, x)
@@ -837,7 +841,7 @@ def _adaptive(x: Tensor, rank: int, fname: str, output_size: Any) -> Tensor:
         return y
     _check_tensor(x, fname)
     direct = _eager_direct(x)
-    if _torchs_own(x, direct) or _empty_sizes(output_size):
+    if _torchs_own(x, direct) or (as_torch and (x.numel() == 0 or _empty_sizes(output_size))):
         return getattr(torch.nn.functional, fname)(x, output_size)
     xb, unbatched = _batched(x, rank, fname)
     spatial = tuple(xb.shape[2:])
