@@ -154,14 +154,16 @@ PHASE_CASES = {
 
 # Channels first, windows that do not overlap, small planes: each input element is its window's
 # gy / divisor through a per-plane owner map, for float32 one lane permute per vector when each
-# vector's owners lie within two vectors of outputs (the 2x2s2 and 3x3s3 cases; planes that are
-# not whole vectors, every element owned, go in groups of planes that are: 4 of 196 on AVX-512
-# with a short group after, 16 of 279 as one short group, and scale each group by one divisor
-# for all (2x2s2-14x14 by its exact reciprocal, 3x3s3-12x15 by division), a power of two per
-# element (2x2s2-odd: 4, 2 and 1, multiplied) or any divisor per element (3x3s3-ceil: 9, 6 and
-# 4, divided; overrides of -4 and 2^30 divide too)), else a gather (the gaps of k2s3 send the uncovered positions to a 0 far from
-# their neighbours). One window over the whole plane (the global cases, 1-3-D, one with a
-# divisor override) fills each plane with its one value instead.
+# vector's owners lie within two vectors of outputs; else a gather (the gaps of k2s3 send the
+# uncovered positions to a 0 far from their neighbours). Planes that are not whole vectors, every
+# element owned, go in groups of planes that are (4 of 196 on AVX-512 with a short group after,
+# 16 of 279 as one short group), scaled by one divisor for all (2x2s2-14x14 by its exact
+# reciprocal, 3x3s3-12x15 by division), a power of two per element (2x2s2-odd: 4, 2 and 1,
+# multiplied) or any divisor per element (3x3s3-ceil: 9, 6 and 4, divided; overrides of -4 and
+# 2^30 divide too). One window over the whole plane (the global cases, 1-3-D, one with a divisor
+# override) groups the same way where planes are not whole vectors (16 planes of 49 as one
+# vector of values; 120 planes: full groups and a short one), and fills each plane with its one
+# value where they are (global-8x8).
 OWNER_MAP_CASES = {
     "2x2s2-14x14": ((2, 3, 14, 14), dict(window_size=(2, 2), strides=(2, 2))),
     "2x2s2-odd": ((1, 2, 9, 31), dict(window_size=(2, 2), strides=(2, 2), end_padding=(1, 1))),
@@ -173,6 +175,8 @@ OWNER_MAP_CASES = {
                                                  divisor_override=2 ** 30)),
     "k2s3-gaps": ((1, 2, 8, 40), dict(window_size=(2, 2), strides=(3, 3))),
     "global-7x7": ((2, 3, 7, 7), dict(window_size=(7, 7), strides=(7, 7))),
+    "global-7x7-120": ((3, 40, 7, 7), dict(window_size=(7, 7), strides=(7, 7))),
+    "global-8x8": ((2, 3, 8, 8), dict(window_size=(8, 8), strides=(8, 8))),
     "global-1d-37": ((2, 5, 37), dict(window_size=(37,), strides=(37,))),
     "global-3d-override": ((1, 3, 3, 5, 6), dict(window_size=(3, 5, 6), strides=(3, 5, 6),
                                                  divisor_override=7)),
