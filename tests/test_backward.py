@@ -182,8 +182,30 @@ OWNER_MAP_CASES = {
                                                  divisor_override=7)),
 }
 
+# Channels first, small planes (input and output of at most 2048 elements), windows that
+# overlap and not stride 1 everywhere, at least a vector of planes: float32 goes as groups of up
+# to 128 planes transposed into the channels of a channels-last image (a group of all 80 planes,
+# 128 and a short 22, 33 planes, 1-D, 3-D, dilated, an override with padding counted); float16
+# and bfloat16 keep the channels-first passes.
+PLANES_CL_CASES = {
+    "3x3s2p1-7x7": ((2, 40, 7, 7), dict(window_size=(3, 3), strides=(2, 2),
+                                        start_padding=(1, 1), end_padding=(1, 1))),
+    "3x3s2-ceil-13x13": ((3, 50, 13, 13), dict(window_size=(3, 3), strides=(2, 2),
+                                               end_padding=(1, 1))),
+    "5x5s3-17x17": ((1, 33, 17, 17), dict(window_size=(5, 5), strides=(3, 3))),
+    "1d-k5s2p2": ((4, 20, 37), dict(window_size=(5,), strides=(2,), start_padding=(2,),
+                                     end_padding=(2,))),
+    "3d-3x3x3s2p1": ((2, 24, 5, 6, 6), dict(window_size=(3, 3, 3), strides=(2, 2, 2),
+                                             start_padding=(1, 1, 1), end_padding=(1, 1, 1))),
+    "3x3d2s2": ((2, 20, 9, 11), dict(window_size=(3, 3), strides=(2, 2), dilations=(2, 2))),
+    "override-include": ((2, 16, 10, 10), dict(window_size=(4, 4), strides=(2, 3),
+                                               start_padding=(1, 2), include_padding=True,
+                                               divisor_override=-6)),
+}
+
 CHANNELS_FIRST_ROUTES = {**{f"phases-{k}": v for k, v in PHASE_CASES.items()},
-                         **{f"owner-map-{k}": v for k, v in OWNER_MAP_CASES.items()}}
+                         **{f"owner-map-{k}": v for k, v in OWNER_MAP_CASES.items()},
+                         **{f"planes-cl-{k}": v for k, v in PLANES_CL_CASES.items()}}
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
@@ -191,6 +213,21 @@ CHANNELS_FIRST_ROUTES = {**{f"phases-{k}": v for k, v in PHASE_CASES.items()},
 def test_backward_channels_first_routes(case_id, dtype):
     shape, kwargs = CHANNELS_FIRST_ROUTES[case_id]
     _check_pool(make_data(3, shape, dtype), kwargs, "NCHW", 11)
+
+
+@pytest.mark.parametrize("case_id", list(PLANES_CL_CASES))
+def test_backward_planes_as_channels_equals_channels_last(case_id):
+    """The planes-as-channels route gives the channels-last route's bits, on 1 and 2 threads
+    (the groups' size follows the thread count)."""
+    shape, kwargs = PLANES_CL_CASES[case_id]
+    desc = avgpool.AveragePoolingDesc(**kwargs)
+    gy = _grad_out(5, desc.output_shape(shape), np.float32)
+    gy_cl = np.ascontiguousarray(np.moveaxis(gy, 1, -1))
+    shape_cl = (shape[0],) + shape[2:] + (shape[1],)
+    want = np.moveaxis(avgpool.average_pool_backward(gy_cl, desc, shape_cl, layout="NHWC"), -1, 1)
+    for threads in (1, 2):
+        got = avgpool.average_pool_backward(gy, desc, shape, num_threads=threads)
+        np.testing.assert_array_equal(got, want)
 
 
 # Channels first, windows that do not overlap, planes past 64 Ki elements: float32 rows as lane
