@@ -143,7 +143,7 @@ def format_torch_table(result: Dict[str, Any]) -> str:
             "(NHWC for channels last); in op's format: where torch returns another layout "
             "(contiguous from the 3-D pools on channels_last_3d), avgpool's compiled operator "
             "writing that layout from the same memory ('=': the plain call's); the forwards "
-            "timed in turn, twice, the better median kept; bwd: torch.autograd.grad of a kept graph (backward "
-            "operator + autograd engine); ratio: torch / avgpool; bwd vs best: torch's faster "
-            "format's backward / avgpool's; '!': the outputs disagree"]
+            "timed in turn, twice, the better median kept; bwd: torch.autograd.grad of a kept "
+            "graph (backward operator + autograd engine); ratio: torch / avgpool; bwd vs best: "
+            "torch's faster format's backward / avgpool's; '!': the outputs disagree"]
     return "\n".join(out)
