@@ -215,6 +215,34 @@ def test_backward_channels_first_routes(case_id, dtype):
     _check_pool(make_data(3, shape, dtype), kwargs, "NCHW", 11)
 
 
+NARROW_CASES = {
+    "2x2s2": ((3, 8, 20, 22), dict(window_size=(2, 2), strides=(2, 2))),  # owner map
+    "3x3s1p1": ((2, 8, 30, 31), dict(window_size=(3, 3), strides=(1, 1), start_padding=(1, 1),
+                                     end_padding=(1, 1))),  # stride 1
+    "5x5s2-1d": ((2, 24, 61), dict(window_size=(5,), strides=(2,))),  # phases of 3 windows
+    "planes-cl": PLANES_CL_CASES["3x3s2p1-7x7"],
+    "3d-blocks": ((40, 3, 6, 20, 20), dict(window_size=(3, 3, 3), strides=(2, 2, 2))),
+}
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16], ids=["float16", "bfloat16"])
+@pytest.mark.parametrize("case_id", list(NARROW_CASES))
+def test_narrow_backward_is_the_float32_one_rounded(case_id, dtype, layout):
+    """float16 and bfloat16 gradients are the float32 backward of the widened gy, rounded once
+    (the SIMD paths run it in blocks of images: 3d-blocks spans several), infinities
+    included."""
+    shape, kwargs = NARROW_CASES[case_id]
+    if layout == "NHWC":
+        shape = (shape[0],) + shape[2:] + (shape[1],)
+    desc = avgpool.AveragePoolingDesc(**kwargs)
+    gy = _grad_out(9, desc.output_shape(shape, layout), np.float32).astype(dtype)
+    gy.flat[::97] = np.inf
+    got = avgpool.average_pool_backward(gy, desc, shape, layout=layout)
+    want = avgpool.average_pool_backward(gy.astype(np.float32), desc, shape, layout=layout)
+    np.testing.assert_array_equal(got.view(np.uint16), want.astype(dtype).view(np.uint16))
+
+
 @pytest.mark.parametrize("case_id", list(PLANES_CL_CASES))
 def test_backward_planes_as_channels_equals_channels_last(case_id):
     """The planes-as-channels route gives the channels-last route's bits, on 1 and 2 threads
