@@ -238,10 +238,12 @@ static int ap_choose_planes_cl(ap_plan *p, int lanes, char *why, size_t why_len)
     if (ap_choose_path(&cl, lanes, NULL, 0) != AP_PATH_NHWC_DIRECT) return 0;
     p->path = AP_PATH_PLANES_CL, p->reason = "small planes, pooled as channels";
     p->nhwc_rowsums = cl.nhwc_rowsums, p->nhwc_cols = cl.nhwc_cols;
+    p->nhwc_plane = cl.nhwc_plane && p->dtype == AP_DTYPE_F32; /* (simd_planes.inc) */
     AP_WHY("planes of %lld + %lld output elements <= %d: groups of up to %d planes transposed to "
            "channels last, nhwc-direct%s", (long long)p->in_plane, (long long)p->out_plane,
            AP_PLANES_CL_MAX, AP_PLANES_CL_GROUP,
            p->nhwc_rowsums ? " over a row of column sums"
+           : p->nhwc_plane ? " by columns: each output row from a row of column sums"
            : p->nhwc_cols  ? " by columns shared by 4 outputs along W"
                            : "");
     return 1;
@@ -267,7 +269,8 @@ ap_path ap_choose_tile_path(ap_plan *p, const ap_plan *whole, int lanes) {
     p->horizontal_running = whole->horizontal_running;
     p->nhwc_rowsums = whole->nhwc_rowsums;
     p->nhwc_cols = whole->nhwc_cols;
-    p->nhwc_plane = ap_nhwc_plane_fits(p); /* the tile's own size: the same sums either way */
+    /* the tile's own size: the same sums either way (planes-cl: a group's, as the whole's) */
+    p->nhwc_plane = path == AP_PATH_PLANES_CL ? whole->nhwc_plane : ap_nhwc_plane_fits(p);
     p->plane_tiled = whole->plane_tiled;
     return path;
 }

@@ -666,6 +666,34 @@ def test_streamed_same_flat_output(monkeypatch, shape, window, pad, dilation, st
     np.testing.assert_allclose(streamed, want, rtol=TOL_REF[np.float32], atol=1e-6)
 
 
+@pytest.mark.parametrize("shape,window,strides,pad", [
+    ((2, 150, 8, 8), (3, 3), (1, 1), 1),    # planes of 64 outputs: whole lines; 2 groups
+    ((1, 40, 7, 8), (2, 2), (1, 1), 0),     # 6 x 7 outputs: no whole line a plane
+    ((3, 50, 5, 7), (3, 3), (2, 2), 1),     # 3 x 4 outputs, stride 2
+])
+@pytest.mark.parametrize("start", [0, 1])  # out= starting start floats past a line
+def test_planes_cl_plane_way_past_the_caches(monkeypatch, shape, window, strides, pad, start):
+    """planes-cl on nhwc-direct's plane way (float32): each group pooled channels last into a
+    buffer and transposed into the channels-first output; past AVGPOOL_STREAM_BYTES (0 here)
+    the transposes stream (planes of whole 64-byte lines, out= on a line) or else ask for the
+    output's lines before the group is pooled. The same bits as within the caches, at 1 and 2
+    threads, and the float64 reference."""
+    x = np.random.default_rng(sum(shape)).standard_normal(shape).astype(np.float32)
+    desc = avgpool.AveragePoolingDesc(window, strides, (pad, pad), (pad, pad))
+    why = avgpool.explain(desc, shape)
+    assert ": planes-cl" in why and "row of column sums" in why or _core.isa() == "scalar"
+    plain = avgpool.average_pool(x, desc)
+    monkeypatch.setenv("AVGPOOL_STREAM_BYTES", "0")
+    for threads in (1, 2):
+        far = _aligned_empty((plain.size + 16,), np.float32)[start:start + plain.size]
+        far[...] = np.nan  # written once: its pages are in memory (fresh ones: plain stores)
+        far = far.reshape(plain.shape)
+        avgpool.average_pool(x, desc, out=far, num_threads=threads)
+        assert far.tobytes() == plain.tobytes()
+    want = ref_average_pool(x.astype(np.float64), window, strides, (pad, pad), (pad, pad))
+    np.testing.assert_allclose(plain, want, rtol=TOL_REF[np.float32], atol=1e-6)
+
+
 @pytest.mark.parametrize("shape,window,strides", [
     ((2, 16, 20, 32), (2, 2), (2, 2)),        # bands start on whole lines
     ((1, 32, 14, 512), (2, 2), (2, 2)),       # bands of 9 rows of 7: starts inside a line
