@@ -243,6 +243,53 @@ def test_narrow_backward_is_the_float32_one_rounded(case_id, dtype, layout):
     np.testing.assert_array_equal(got.view(np.uint16), want.astype(dtype).view(np.uint16))
 
 
+# Stride 1, one divisor u for every output: (shape, descriptor's arguments, u)
+ONE_DIVISOR_CASES = {
+    "3x3s1p1-include": ((2, 8, 17, 19), dict(window_size=(3, 3), start_padding=(1, 1),
+                                             end_padding=(1, 1), include_padding=True), 9),
+    "3x3-valid": ((2, 8, 17, 19), dict(window_size=(3, 3)), 9),
+    "5x4-override": ((1, 5, 12, 30), dict(window_size=(5, 4), start_padding=(2, 1),
+                                          end_padding=(2, 2), divisor_override=7), 7),
+    "2x2x3-3d-include": ((2, 3, 5, 6, 7), dict(window_size=(2, 2, 3), start_padding=(0, 1, 1),
+                                               end_padding=(1, 0, 1), include_padding=True), 12),
+    "3-d2-1d": ((2, 16, 40), dict(window_size=(3,), dilations=(2,)), 3),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case_id,layout", [
+    (case_id, layout) for case_id in ONE_DIVISOR_CASES for layout in ("NCHW", "NHWC")
+    # (channels-last dilated windows take the per-axis passes, not the pool)
+    if not (layout == "NHWC" and "dilations" in ONE_DIVISOR_CASES[case_id][1])])
+def test_stride1_one_divisor_backward_is_the_pool_of_gy(isa, case_id, dtype, layout):
+    """Stride 1 with one divisor u for every output: the vector kernels give the forward pool of
+    gy with the window mirrored (padding counted, divisor_override u) bit for bit, each
+    element's sum divided once (docs/semantics.md); the scalar oracle divides each term and
+    agrees with it to rounding. Both against the float64 reference."""
+    shape, kwargs, u = ONE_DIVISOR_CASES[case_id]
+    rank = len(shape) - 2
+    desc = avgpool.AveragePoolingDesc(**kwargs)
+    k, dil = kwargs["window_size"], kwargs.get("dilations", (1,) * rank)
+    pb, pe = kwargs.get("start_padding", (0,) * rank), kwargs.get("end_padding", (0,) * rank)
+    mirror = avgpool.AveragePoolingDesc(
+        k, (1,) * rank, tuple((kk - 1) * d - b for kk, d, b in zip(k, dil, pb)),
+        tuple((kk - 1) * d - e for kk, d, e in zip(k, dil, pe)), dilations=dil,
+        include_padding=True, divisor_override=u)
+    if layout == "NHWC":
+        shape = (shape[0],) + shape[2:] + (shape[1],)
+    gy = _grad_out(11, desc.output_shape(shape, layout), dtype)
+    got = avgpool.average_pool_backward(gy, desc, shape, layout=layout)
+    if isa != "scalar":
+        np.testing.assert_array_equal(got, avgpool.average_pool(gy, mirror, layout=layout))
+    args = dict(kwargs)
+    window = args.pop("window_size")
+    g64 = gy.astype(np.float64)
+    ref = ref_average_pool_backward(g64, shape, window, layout=layout, **args)
+    ref_abs = np.abs(ref_average_pool_backward(np.abs(g64), shape, window, layout=layout,
+                                               **args))
+    _assert_grad(got, ref, ref_abs, dtype)
+
+
 @pytest.mark.parametrize("case_id", list(PLANES_CL_CASES))
 def test_backward_planes_as_channels_equals_channels_last(case_id):
     """The planes-as-channels route gives the channels-last route's bits, on 1 and 2 threads
