@@ -28,6 +28,11 @@ def _grad_out(seed, shape, dtype):
     return make_data(seed, shape, dtype)
 
 
+def _channels_last(shape):
+    """A channels-first shape (N, C, *spatial) as channels last (N, *spatial, C)."""
+    return (shape[0],) + tuple(shape[2:]) + (shape[1],)
+
+
 def _assert_grad(got, ref, ref_abs, dtype):
     """float32 / float64 as the forward (assert_matches: relative to the sum of |terms|).
     float16 / bfloat16 sum in float32 and round once, so within one rounding of the dtype plus
@@ -186,7 +191,7 @@ OWNER_MAP_CASES = {
 # overlap and not stride 1 everywhere, at least a vector of planes: float32 goes as groups of up
 # to 128 planes transposed into the channels of a channels-last image (a group of all 80 planes,
 # 128 and a short 22, 33 planes, 1-D, 3-D, dilated, an override with padding counted); float16
-# and bfloat16 keep the channels-first passes.
+# and bfloat16 through the float32 backward, so the same way.
 PLANES_CL_CASES = {
     "3x3s2p1-7x7": ((2, 40, 7, 7), dict(window_size=(3, 3), strides=(2, 2),
                                         start_padding=(1, 1), end_padding=(1, 1))),
@@ -234,7 +239,7 @@ def test_narrow_backward_is_the_float32_one_rounded(case_id, dtype, layout):
     included."""
     shape, kwargs = NARROW_CASES[case_id]
     if layout == "NHWC":
-        shape = (shape[0],) + shape[2:] + (shape[1],)
+        shape = _channels_last(shape)
     desc = avgpool.AveragePoolingDesc(**kwargs)
     gy = _grad_out(9, desc.output_shape(shape, layout), np.float32).astype(dtype)
     gy.flat[::97] = np.inf
@@ -276,7 +281,7 @@ def test_stride1_one_divisor_backward_is_the_pool_of_gy(isa, case_id, dtype, lay
         tuple((kk - 1) * d - e for kk, d, e in zip(k, dil, pe)), dilations=dil,
         include_padding=True, divisor_override=u)
     if layout == "NHWC":
-        shape = (shape[0],) + shape[2:] + (shape[1],)
+        shape = _channels_last(shape)
     gy = _grad_out(11, desc.output_shape(shape, layout), dtype)
     got = avgpool.average_pool_backward(gy, desc, shape, layout=layout)
     if isa != "scalar":
@@ -298,7 +303,7 @@ def test_backward_planes_as_channels_equals_channels_last(case_id):
     desc = avgpool.AveragePoolingDesc(**kwargs)
     gy = _grad_out(5, desc.output_shape(shape), np.float32)
     gy_cl = np.ascontiguousarray(np.moveaxis(gy, 1, -1))
-    shape_cl = (shape[0],) + shape[2:] + (shape[1],)
+    shape_cl = _channels_last(shape)
     want = np.moveaxis(avgpool.average_pool_backward(gy_cl, desc, shape_cl, layout="NHWC"), -1, 1)
     for threads in (1, 2):
         got = avgpool.average_pool_backward(gy, desc, shape, num_threads=threads)
